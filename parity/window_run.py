@@ -1,0 +1,177 @@
+"""Drive a loss target through accumulation windows the way ``transformers.Trainer`` does.
+
+One microbatch at a time: the target's loss, divided by the window's microbatch count only when
+the target says it is not scaled for accumulation (``Trainer.training_step``'s contract), then
+``backward``; plain SGD once per window. The oracle side replays the realized draws through
+``oracle.window_reference`` in float64 on the CPU (``golden``) and, twice, in the working dtype
+(``refs``: in order and with each window's microbatches reversed; see ``parity.compare``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+
+import torch
+from torch import nn
+
+from oracle.window_reference import Draw, StepResult, apply_sgd, sgd_step
+from parity.compare import Comparison, compare_states, compare_tensor
+
+Batch = Mapping[str, torch.Tensor]
+
+
+@dataclass(frozen=True)
+class NoiseSettings:
+    """What the noising of a run depends on besides the batches."""
+
+    seed: int
+    eps: float = 1e-3
+
+
+def _to(batch: Mapping[str, torch.Tensor | None], device: torch.device | str) -> dict[str, torch.Tensor | None]:
+    return {key: None if value is None else value.to(device) for key, value in batch.items()}
+
+
+def noise_windows(
+    loss_target, model: nn.Module, windows: Sequence[Sequence[Batch]], noise: NoiseSettings
+) -> list[list[dict[str, torch.Tensor | None]]]:
+    """Every window noised by the target, in order, from one CPU generator."""
+    generator = torch.Generator().manual_seed(noise.seed)
+    device = next(model.parameters()).device
+    config = model.config
+    return [
+        loss_target.prepare_window(
+            [_to(batch, device) for batch in window],
+            mask_token_id=config.mask_token_id,
+            eos_token_id=config.eos_token_id,
+            eps=noise.eps,
+            generator=generator,
+            vocab_size=config.vocab_size,
+        )
+        for window in windows
+    ]
+
+
+def target_steps(
+    loss_target, model: nn.Module, noised_windows: Sequence[Sequence[Mapping[str, torch.Tensor | None]]], lr: float
+) -> list[StepResult]:
+    """Accumulate each window microbatch by microbatch, then one SGD step."""
+    results = []
+    for window in noised_windows:
+        model.zero_grad(set_to_none=True)
+        count = loss_target.window_count(window)
+        window_loss = torch.zeros((), dtype=next(model.parameters()).dtype, device=next(model.parameters()).device)
+        for batch in window:
+            loss = loss_target.microbatch_loss(model, batch, count)
+            if not loss_target.loss_is_scaled_for_ga:
+                loss = loss / len(window)
+            loss.backward()
+            window_loss = window_loss + loss.detach()
+        results.append(apply_sgd(model, window_loss, lr))
+    return results
+
+
+def realized_draws(
+    windows: Sequence[Sequence[Batch]], noised_windows: Sequence[Sequence[Mapping[str, torch.Tensor | None]]]
+) -> list[list[Draw]]:
+    """The raw batches paired with the masks the target realized, on the CPU, for the oracle to replay."""
+    return [
+        [
+            Draw(batch, noised["masked_indices"].cpu(), noised["p_mask"].cpu())
+            for batch, noised in zip(window, noised_window, strict=True)
+        ]
+        for window, noised_window in zip(windows, noised_windows, strict=True)
+    ]
+
+
+def reference_steps(model: nn.Module, draws: Sequence[Sequence[Draw]], lr: float) -> list[StepResult]:
+    """The oracle's steps, one per window, on the draws the target realized."""
+    return [sgd_step(model, [window], model.config.eos_token_id, lr) for window in draws]
+
+
+def compare_steps(
+    out: Sequence[StepResult], refs: Sequence[Sequence[StepResult]], golden: Sequence[StepResult]
+) -> list[Comparison]:
+    """Loss, every gradient and every parameter after every step, each held to its own budget."""
+    if any(len(steps) != len(golden) for steps in (out, *refs)):
+        raise AssertionError(f"step counts differ: out {len(out)}, golden {len(golden)}")
+    comparisons = []
+    for step, g in enumerate(golden):
+        o, rs = out[step], [ref[step] for ref in refs]
+        comparisons.append(compare_tensor(f"step {step} loss", o.loss, [r.loss for r in rs], g.loss))
+        for kind in ("grads", "params"):
+
+            def named(result: StepResult) -> dict[str, torch.Tensor | None]:
+                return {f"step {step} {kind[:-1]} {n}": t for n, t in getattr(result, kind).items()}
+
+            comparisons.extend(compare_states(named(o), [named(r) for r in rs], named(g)))
+    return comparisons
+
+
+@dataclass(frozen=True)
+class ParityRun:
+    """A target's run beside the oracle's, ready to be held to the budget."""
+
+    out: list[StepResult]
+    refs: list[list[StepResult]]
+    golden: list[StepResult]
+    noised: list[list[dict[str, torch.Tensor | None]]]
+    draws: list[list[Draw]]
+
+    def comparisons(self) -> list[Comparison]:
+        return compare_steps(self.out, self.refs, self.golden)
+
+
+def regroup_rows(windows: Sequence[Sequence[Mapping[str, torch.Tensor | None]]], rows: int) -> list[list[dict]]:
+    """The same rows of each window, cut into microbatches of ``rows`` rows (the last may be short)."""
+    regrouped = []
+    for window in windows:
+        joined = {
+            key: None if window[0][key] is None else torch.cat([batch[key] for batch in window])
+            for key in window[0]
+        }
+        total = joined["input_ids"].shape[0]
+        regrouped.append(
+            [
+                {key: None if value is None else value[start : start + rows] for key, value in joined.items()}
+                for start in range(0, total, rows)
+            ]
+        )
+    return regrouped
+
+
+def _regroup_draws(draws: Sequence[Sequence[Draw]], rows: int) -> list[list[Draw]]:
+    as_dicts = [[{**d.batch, "masked_indices": d.masked_indices, "p_mask": d.p_mask} for d in w] for w in draws]
+    return [
+        [Draw({k: v for k, v in b.items() if k not in ("masked_indices", "p_mask")}, b["masked_indices"], b["p_mask"]) for b in w]
+        for w in regroup_rows(as_dicts, rows)
+    ]
+
+
+def run_parity(
+    loss_target,
+    build_model: Callable[[], nn.Module],
+    windows: Sequence[Sequence[Batch]],
+    noise: NoiseSettings,
+    *,
+    lr: float,
+    device: str = "cpu",
+    regroup: int | None = None,
+) -> ParityRun:
+    """The target on ``device``, the oracle on ``device`` and in float64 on the CPU, from one set of draws.
+
+    ``regroup`` re-cuts each window's noised rows into microbatches of that many rows before the
+    target runs: the window's step must not depend on the cut. The oracle then also evaluates that
+    cut in the working dtype, since it is one more valid order of the same sums.
+    """
+    model = build_model().to(device)
+    noised = noise_windows(loss_target, model, windows, noise)
+    draws = realized_draws(windows, noised)
+    out = target_steps(loss_target, model, regroup_rows(noised, regroup) if regroup else noised, lr)
+    orders = [draws, [window[::-1] for window in draws]]
+    if regroup:
+        orders.append(_regroup_draws(draws, regroup))
+    refs = [reference_steps(build_model().to(device), order, lr) for order in orders]
+    golden = reference_steps(build_model().to("cpu", torch.float64), draws, lr)
+    return ParityRun(out, refs, golden, noised, draws)
