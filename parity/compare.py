@@ -64,9 +64,14 @@ class Comparison:
 class BudgetExceeded(AssertionError):
     """A target fell outside the oracle's own error budget on at least one tensor."""
 
+    SHOWN = 5
+
     def __init__(self, failures: list[Comparison]):
-        self.failures = failures
-        super().__init__("\n".join(c.describe() for c in failures))
+        self.failures = sorted(failures, key=lambda c: c.ratio, reverse=True)
+        lines = [c.describe() for c in self.failures[: self.SHOWN]]
+        if len(self.failures) > self.SHOWN:
+            lines.append(f"... and {len(self.failures) - self.SHOWN} more tensors outside their budget")
+        super().__init__("\n".join(lines))
 
 
 def _error(tensor: torch.Tensor, golden64: torch.Tensor) -> torch.Tensor:

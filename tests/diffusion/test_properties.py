@@ -9,7 +9,7 @@ from hypothesis import strategies as st
 
 from parity.devices import cuda_available, make_deterministic
 from tests.diffusion import properties
-from tests.diffusion.strategies import WindowCase, window_cases
+from tests.diffusion.strategies import window_cases
 
 DEVICES = [
     "cpu",
@@ -19,21 +19,7 @@ DEVICES = [
     ),
 ]
 
-#: SPEC §5.5: two equal-length answers, micro-batch 1, accumulation 2; the noise seed realizes
-#: mask counts 7 and 10 (asserted in test_seed_scenario_realizes_its_counts).
-SEED_SCENARIO = WindowCase(
-    window_sizes=(2,),
-    rows_per_microbatch=1,
-    length=12,
-    batch_kinds=(("full",), ("full",)),
-    with_labels=True,
-    with_attention_mask=True,
-    data_seed=5,
-    noise_seed=0,
-    eps=1e-3,
-    dtype=torch.float32,
-    frozen_head=False,
-)
+SEED_SCENARIO = properties.SEED_SCENARIO
 
 
 @pytest.fixture(scope="module", params=DEVICES)
@@ -57,3 +43,16 @@ def test_regrouping_rows_keeps_the_step(diffusion_loss, device, case, rows):
 def test_single_microbatch_window_is_a_control(diffusion_loss, device, case):
     """With one microbatch per window the local and global means coincide: every target passes."""
     properties.check_window_parity(diffusion_loss, case, device)
+
+
+@given(case=window_cases(empty_first_window=True))
+def test_empty_window_is_a_finite_zero(diffusion_loss, device, case):
+    properties.check_empty_window_is_a_finite_zero(diffusion_loss, case, device)
+
+
+def test_seed_scenario_realizes_its_counts(diffusion_loss):
+    """The pull request's case: two answers of equal length, realized mask counts 7 and 10."""
+    run = properties.parity_run(diffusion_loss, SEED_SCENARIO)
+    answers = [int((batch["labels"] != -100).sum()) for batch in SEED_SCENARIO.windows[0]]
+    assert answers[0] == answers[1]
+    assert [int(batch["masked_indices"].sum()) for batch in run.noised[0]] == [7, 10]

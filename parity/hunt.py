@@ -1,0 +1,74 @@
+"""Hunting a known bug: does the property suite find it, after how many examples and seconds?
+
+Used by the quality self-checks (``tests/quality``) and by ``python -m parity bench``. A hunt runs
+a property check under Hypothesis until it fails; the last failing call is the shrunk
+counterexample, because Hypothesis replays the minimal failure once more after shrinking.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import asdict, dataclass
+
+from hypothesis import given, settings
+from hypothesis import seed as fix_seed
+from hypothesis import strategies as st
+
+
+@dataclass
+class Hunt:
+    """What one hunt cost: examples and seconds to the first failure, seconds with shrinking."""
+
+    examples_to_failure: int | None = None
+    seconds_to_failure: float | None = None
+    seconds_total: float = 0.0
+    counterexample: str = ""
+    message: str = ""
+
+    @property
+    def found(self) -> bool:
+        return self.examples_to_failure is not None
+
+    def as_report(self) -> dict:
+        report = asdict(self)
+        for key in ("seconds_to_failure", "seconds_total"):
+            if report[key] is not None:
+                report[key] = round(report[key], 3)
+        return report
+
+
+def hunt(check, subject, arguments: st.SearchStrategy, *, max_examples: int = 200, seed: int | None = None) -> Hunt:
+    """Run ``check(subject, *args)`` with ``args`` drawn from ``arguments`` until it fails.
+
+    Derandomized when ``seed`` is None (a fixed, repeatable hunt); a given seed varies the search,
+    which is how the benchmark takes a median over several hunts.
+    """
+    found = Hunt()
+    calls = 0
+    start = time.perf_counter()
+
+    @settings(
+        database=None, derandomize=seed is None, max_examples=max_examples, report_multiple_bugs=False, deadline=None
+    )
+    @given(arguments)
+    def run(args):
+        nonlocal calls
+        calls += 1
+        try:
+            check(subject, *args)
+        except AssertionError as failure:
+            if found.examples_to_failure is None:
+                found.examples_to_failure = calls
+                found.seconds_to_failure = time.perf_counter() - start
+            found.counterexample = repr(args)
+            found.message = str(failure)
+            raise
+
+    if seed is not None:
+        run = fix_seed(seed)(run)
+    try:
+        run()
+    except AssertionError:
+        pass
+    found.seconds_total = time.perf_counter() - start
+    return found
