@@ -51,14 +51,19 @@ class WindowedDiffusionLoss:
         if len(window) == 0:
             raise ValueError("window: an accumulation window must hold at least one microbatch")
         local = sum(batch["masked_indices"].sum() for batch in window)
-        if not (average_tokens_across_devices and dist.is_available() and dist.is_initialized()):
-            return WindowCount(local)
-        world_size = dist.get_world_size(group)
-        if world_size == 1:
+        scale = self.loss_scale(average_tokens_across_devices=average_tokens_across_devices, group=group)
+        if scale == 1:
             return WindowCount(local)
         gathered = local.clone()
         dist.all_reduce(gathered, op=dist.ReduceOp.SUM, group=group)
-        return WindowCount(gathered, loss_scale=world_size)
+        return WindowCount(gathered, loss_scale=scale)
+
+    @staticmethod
+    def loss_scale(*, average_tokens_across_devices: bool = True, group=None) -> int:
+        """The world size when counts are gathered over ranks (to undo DDP's averaging), else 1."""
+        if not (average_tokens_across_devices and dist.is_available() and dist.is_initialized()):
+            return 1
+        return dist.get_world_size(group)
 
     def microbatch_loss(
         self, model: nn.Module, noised: Mapping[str, torch.Tensor | None], count: WindowCount | None = None

@@ -132,7 +132,7 @@ BUILTIN_TARGETS: tuple[Target, ...] = (
         description="per-microbatch normalisation; the trainer averages the local means",
         expect="fail",
         loss="impl.known_bugs.local_mean:LOCAL_MEAN_LOSS",
-        trainer="impl.known_bugs.local_mean:LocalMeanTrainer",
+        trainer="impl.known_bugs.local_mean_trainer:LocalMeanTrainer",
     ),
 )
 

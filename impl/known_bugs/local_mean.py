@@ -17,3 +17,4 @@ class LocalMeanDiffusionLoss(WindowedDiffusionLoss):
 
 
 LOCAL_MEAN_LOSS = LocalMeanDiffusionLoss()
+
