@@ -29,6 +29,13 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         metavar="NAME",
         help="implementation the properties run against (default: impl); see `python -m parity targets`",
     )
+    group.addoption(
+        "--nemotron-remote-code",
+        default=None,
+        metavar="PATH",
+        help="local folder with NVIDIA's config.json and remote code: the built-in diffusion oracle is "
+        "checked against it bit for bit (default: $PARITY_NEMOTRON_REMOTE_CODE; never a Hub id)",
+    )
 
 
 def pytest_configure(config: pytest.Config) -> None:

@@ -1,0 +1,1 @@
+"""The production versions under test: the cached GPT dataset and the window-normalised diffusion loss."""
