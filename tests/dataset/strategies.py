@@ -1,0 +1,178 @@
+"""Hypothesis strategies for the dataset properties: documents, config and serve order.
+
+Shapes, rates and a seed are drawn; the token arrays are then built by a numpy Generator from the
+seed, so a case shrinks through a handful of integers rather than thousands of token draws. Cases
+stay small (a few documents, sequences of at most 24 tokens) so the oracle's loops stay cheap.
+
+The config type is the interface's data (SPEC §4.1), shared by every dataset target; the dataset
+under test always comes from the ``dataset_factory`` fixture, never from here.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+from hypothesis import strategies as st
+
+from impl.gpt_dataset import SPLITS, GPTDatasetConfig
+from impl.mock_data import mock_documents
+from oracle.gpt_dataset import drops_last_partial, expected_num_epochs, expected_sample_count, extra_tokens
+
+
+@dataclass(frozen=True)
+class DatasetCase:
+    """One dataset and the order its first samples are served in, on a fresh instance.
+
+    ``serve_order`` holds shuffle positions (``dataset[k]``) and ``None`` (a batch-padding sample);
+    with ``last_sample_first`` the position that serves the stream's last sample is served before it.
+    """
+
+    documents: tuple[np.ndarray, ...]
+    config: GPTDatasetConfig
+    serve_order: tuple[int | None, ...] = ()
+    last_sample_first: bool = False
+
+    @property
+    def length(self) -> int:
+        """How many samples the dataset must hold, from the oracle's formulas."""
+        return samples_supplied(self.config, tokens_per_epoch(self.documents), self.config.num_epochs)
+
+
+def tokens_per_epoch(documents) -> int:
+    return sum(len(document) for document in documents)
+
+
+def samples_supplied(config, tokens: int, num_epochs: int | None) -> int:
+    epochs = num_epochs if num_epochs is not None else expected_num_epochs(tokens, config)
+    return expected_sample_count(
+        epochs * tokens, config.sequence_length, extra_tokens(config), drops_last_partial(config)
+    )
+
+
+SEEDS = st.integers(0, 2**32 - 1)
+#: Rates at which EOD ids are planted in a document (besides chance); the first shrinks first.
+EOD_RATES = st.sampled_from((0.0, 0.1, 0.4))
+#: An in-vocabulary pad id is always planted too: occurring in the data is what makes it matter.
+PAD_RATES = st.sampled_from((0.05, 0.2, 0.5))
+#: The three flags that switch the cache off, all False (the cached path) at least half the time.
+RESET_FLAGS = st.one_of(st.just((False, False, False)), st.tuples(st.booleans(), st.booleans(), st.booleans()))
+
+
+def dataset_cases(
+    max_documents: int = 6, max_document_length: int = 60, max_sequence_length: int = 24, max_epochs: int = 3
+) -> st.SearchStrategy[DatasetCase]:
+    """A valid dataset (it supplies at least one sample) plus a serve order for a fresh instance.
+
+    The strategies with fixed bounds are built here, once, rather than on every draw: building
+    strategies inside a draw made generation cost ten times more than running the check.
+    """
+    lengths = st.lists(
+        st.one_of(st.integers(0, 2), st.integers(0, max_document_length)), min_size=1, max_size=max_documents
+    )
+    return _dataset_cases(lengths, st.none() | st.integers(1, max_epochs), max_sequence_length, max_epochs)
+
+
+@st.composite
+def _dataset_cases(draw, lengths, num_epochs, max_sequence_length: int, max_epochs: int) -> DatasetCase:
+    vocab_size = draw(st.integers(2, 40))
+    eod_id = draw(st.integers(0, vocab_size - 1))
+    pad_id = -1  # out of vocabulary, or any in-vocabulary id except the EOD:
+    if draw(st.booleans()):
+        pad_id = draw(st.integers(0, vocab_size - 2))
+        pad_id += pad_id >= eod_id
+    add_extra_token = draw(st.booleans())
+    extra = int(add_extra_token)
+    # A sample needs at least one token beyond the ``extra`` it shares with its successor.
+    docs = _draw_documents(draw, lengths, vocab_size, eod_id, pad_id, min_tokens=extra + 1)
+    split = draw(st.sampled_from(SPLITS))
+    keep_partial = split == "valid" and not draw(st.booleans())
+    tokens = tokens_per_epoch(docs)
+    # Dropping the partial sample needs one whole window per epoch; keeping it needs one token.
+    longest = max_sequence_length if keep_partial else min(max_sequence_length, tokens - extra)
+    reset_position_ids, reset_attention_mask, eod_mask_loss = draw(RESET_FLAGS)
+    config_fields = dict(
+        sequence_length=draw(st.integers(1, longest)),
+        vocab_size=vocab_size,
+        eod_id=eod_id,
+        pad_id=pad_id,
+        add_extra_token=add_extra_token,
+        reset_position_ids=reset_position_ids,
+        reset_attention_mask=reset_attention_mask,
+        eod_mask_loss=eod_mask_loss,
+        create_attention_mask=draw(st.booleans()),
+        split=split,
+        drop_last_partial_validation_sequence=not keep_partial,
+        random_seed=draw(SEEDS),
+        num_epochs=draw(num_epochs),
+    )
+    config = GPTDatasetConfig(**config_fields)
+    num_samples = None
+    if draw(st.booleans()):
+        num_samples = draw(st.integers(1, samples_supplied(config, tokens, config.num_epochs or max_epochs)))
+    config = GPTDatasetConfig(**config_fields, num_samples=num_samples)
+    length = samples_supplied(config, tokens, config.num_epochs)
+    # -1 stands for None (a batch-padding sample).
+    positions = draw(st.lists(st.integers(-1, length - 1), max_size=6))
+    serve_order = tuple(None if position == -1 else position for position in positions)
+    return DatasetCase(docs, config, serve_order, draw(st.booleans()))
+
+
+def _draw_documents(draw, lengths, vocab_size: int, eod_id: int, pad_id: int, min_tokens: int):
+    """Documents of drawn lengths (0, 1 and longer than a sample included) with planted EODs/pads;
+    the last one is lengthened when needed so that they hold ``min_tokens`` in all."""
+    lengths = draw(lengths)
+    lengths[-1] += max(0, min_tokens - sum(lengths))
+    eod_rate = draw(EOD_RATES)
+    pad_rate = draw(PAD_RATES) if pad_id >= 0 else 0.0
+    ends_with_eod = draw(st.booleans())
+    rng = np.random.default_rng(draw(SEEDS))
+    built = []
+    for length in lengths:
+        document = rng.integers(0, vocab_size, size=length, dtype=np.int64)
+        document[rng.random(length) < eod_rate] = eod_id
+        if pad_rate:
+            document[rng.random(length) < pad_rate] = pad_id
+        if ends_with_eod and length:
+            document[-1] = eod_id
+        built.append(document)
+    return tuple(built)
+
+
+@st.composite
+def resumed_cases(draw):
+    """A case plus the shuffle position a resumed run starts from."""
+    case = draw(dataset_cases())
+    return case, draw(st.integers(0, case.length - 1))
+
+
+#: In-place edits a consumer might make to a returned tensor; each changes every element.
+EDITS = ("add_one", "fill_invalid")
+
+#: Cases for the DataLoader property: small, since each example forks two worker processes.
+small_dataset_cases = dataset_cases(max_documents=3, max_document_length=30, max_sequence_length=12, max_epochs=2)
+
+
+# The upstream pull request's own reproduction: a valid split that keeps its padded last sample,
+# which is served first (filling the cache with its padding), then index 0 is compared.
+UPSTREAM_PR_CASE = DatasetCase(
+    documents=(
+        np.array([3, 4, 5, 6, 0], dtype=np.int64),
+        np.array([7, 8, 9, 1, 2, 3, 0], dtype=np.int64),
+        np.array([4, 5, 6, 7, 8, 9, 1, 2, 0], dtype=np.int64),
+    ),
+    config=GPTDatasetConfig(
+        sequence_length=8, vocab_size=10, eod_id=0, split="valid", drop_last_partial_validation_sequence=False
+    ),
+    serve_order=(0,),
+    last_sample_first=True,
+)
+
+# Upstream's mock data with an in-vocabulary pad id: the pad occurs inside almost every sample.
+MOCK_DATA_CASE = DatasetCase(
+    documents=tuple(mock_documents(num_documents=6, vocab_size=64, eod_id=0, seed=0, max_length=200)),
+    config=GPTDatasetConfig(sequence_length=32, vocab_size=64, eod_id=0, pad_id=7),
+    serve_order=(0, 1),
+)
+
+EXPLICIT_CASES = {"upstream-pr": UPSTREAM_PR_CASE, "mock-data-in-vocab-pad": MOCK_DATA_CASE}

@@ -1,0 +1,72 @@
+"""The oracle must not share code with what it judges (SPEC §2): no import of ``impl`` or ``parity``.
+
+Checked twice: statically, over every import statement in ``oracle/`` (top-level or nested, absolute
+or relative), and dynamically, by importing every oracle module in a fresh interpreter and looking
+at what ended up in ``sys.modules`` (which also catches ``importlib`` tricks and transitive imports).
+"""
+
+from __future__ import annotations
+
+import ast
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+REPOSITORY = Path(__file__).resolve().parent.parent
+ORACLE = REPOSITORY / "oracle"
+FORBIDDEN = ("impl", "parity")
+ORACLE_FILES = sorted(ORACLE.rglob("*.py"))
+
+
+def imported_packages(path: Path, root: Path = REPOSITORY) -> set[str]:
+    """Top-level package of every import in ``path`` (a file under ``root``); a relative import that
+    climbs out of ``oracle`` counts as the package it reaches."""
+    depth = len(path.relative_to(root).parts) - 1  # oracle/x.py is 1 package deep
+    if path.name == "__init__.py":
+        depth -= 1
+    packages = set()
+    for node in ast.walk(ast.parse(path.read_text(), filename=str(path))):
+        if isinstance(node, ast.Import):
+            packages.update(alias.name.partition(".")[0] for alias in node.names)
+        elif isinstance(node, ast.ImportFrom):
+            if node.level == 0:
+                packages.add(node.module.partition(".")[0])
+            elif node.level > depth:  # climbs above oracle/: ``from .. import impl``
+                packages.update([node.module.partition(".")[0]] if node.module else [a.name for a in node.names])
+    return packages
+
+
+def test_there_are_oracle_files():
+    assert ORACLE / "__init__.py" in ORACLE_FILES and ORACLE / "gpt_dataset.py" in ORACLE_FILES
+
+
+@pytest.mark.parametrize("path", ORACLE_FILES, ids=lambda p: str(p.relative_to(REPOSITORY)))
+def test_no_oracle_file_imports_the_implementation_or_the_harness(path):
+    assert not imported_packages(path) & set(FORBIDDEN)
+
+
+def test_the_import_check_sees_every_kind_of_import(tmp_path):
+    sneaky = tmp_path / "oracle" / "sneaky.py"
+    sneaky.parent.mkdir()
+    sneaky.write_text("def f():\n    import impl.gpt_dataset\nfrom parity import targets\nfrom .. import impl\n")
+    assert imported_packages(sneaky, root=tmp_path) == {"impl", "parity"}
+
+
+def test_importing_every_oracle_module_loads_neither_impl_nor_parity():
+    modules = [
+        ".".join(path.relative_to(REPOSITORY).with_suffix("").parts).removesuffix(".__init__")
+        for path in ORACLE_FILES
+    ]
+    script = (
+        "import importlib, json, sys\n"
+        f"for name in {modules!r}: importlib.import_module(name)\n"
+        f"print(json.dumps(sorted(m for m in sys.modules if m.partition('.')[0] in {FORBIDDEN!r})))\n"
+    )
+    result = subprocess.run(
+        [sys.executable, "-c", script], cwd=REPOSITORY, capture_output=True, text=True, timeout=120
+    )
+    assert result.returncode == 0, result.stderr
+    assert json.loads(result.stdout.strip().splitlines()[-1]) == []
