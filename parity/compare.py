@@ -23,6 +23,7 @@ number would not.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
@@ -54,6 +55,11 @@ class Comparison:
         return self.error / self.budget if self.budget > 0 else (0.0 if self.error == 0 else float("inf"))
 
     def describe(self) -> str:
+        if not math.isfinite(self.reference_error):
+            return (
+                f"{self.name}: the oracle itself is not finite in the working dtype (at index "
+                f"{list(self.worst_index)}), so no budget exists: the case diverges, not the target"
+            )
         return (
             f"{self.name}: max|out - golden| = {self.error:.3e} at index {list(self.worst_index)} "
             f"(out {self.out_value:.9g}, golden {self.golden_value:.9g}) exceeds the budget {self.budget:.3e} "

@@ -33,7 +33,7 @@ class TrainerCase:
     data_seed: int = 0
     noise_seed: int = 0
     model_seed: int = 0
-    lr: float = 0.5
+    lr: float = 0.01
     dtype: str = "float32"
     average_tokens_across_devices: bool = True
     #: ranks whose rows are all prompt, so their windows realize no mask at all
