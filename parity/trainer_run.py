@@ -35,12 +35,15 @@ class TrainerCase:
     model_seed: int = 0
     lr: float = 0.01
     dtype: str = "float32"
+    device: str = "cpu"
     average_tokens_across_devices: bool = True
     #: ranks whose rows are all prompt, so their windows realize no mask at all
     empty_ranks: tuple[int, ...] = ()
     evaluate: bool = True
 
     def __post_init__(self):
+        if self.device not in ("cpu", "cuda"):
+            raise ValueError(f"device must be one of cpu, cuda; got {self.device!r}")
         if self.dtype not in DTYPES:
             raise ValueError(f"dtype must be one of {', '.join(DTYPES)}; got {self.dtype!r}")
         if self.examples_per_rank < 1 or self.accumulation < 1 or self.max_length < 2:
@@ -129,7 +132,7 @@ def training_arguments(case: TrainerCase, output_dir: str, distributed: bool = F
         eval_strategy="no",
         report_to="none",
         disable_tqdm=True,
-        use_cpu=True,
+        use_cpu=case.device == "cpu",
         seed=case.data_seed,
         train_sampling_strategy="sequential",
         remove_unused_columns=False,
@@ -170,9 +173,9 @@ def run_trainer(trainer_class, case: TrainerCase, output_dir: str, world_size: i
     return TrainerRecord(steps, [as_draws(w) for w in trainer.train_draws], eval_loss, as_draws(trainer.eval_draws))
 
 
-def _reference(case: TrainerCase, records: Sequence[TrainerRecord], dtype: torch.dtype, reverse: bool):
+def _reference(case: TrainerCase, records: Sequence[TrainerRecord], dtype: torch.dtype, reverse: bool, device: str):
     """The oracle over every rank's rows: step k is window k of all ranks; then its evaluation loss."""
-    model = build_tiny_model(case.model_seed, DTYPES[case.dtype]).to(dtype)
+    model = build_tiny_model(case.model_seed, DTYPES[case.dtype]).to(device, dtype)
     eos = model.config.eos_token_id
     steps = []
     for k in range(len(records[0].train_draws)):
@@ -194,8 +197,8 @@ def trainer_comparisons(case: TrainerCase, records: Sequence[TrainerRecord]) -> 
     float32 budget whatever the working dtype.
     """
     dtype = DTYPES[case.dtype]
-    golden_steps, golden_eval = _reference(case, records, torch.float64, reverse=False)
-    refs = [_reference(case, records, dtype, reverse) for reverse in (False, True)]
+    golden_steps, golden_eval = _reference(case, records, torch.float64, reverse=False, device="cpu")
+    refs = [_reference(case, records, dtype, reverse, case.device) for reverse in (False, True)]
     comparisons = []
     for rank, record in enumerate(records):
         rank_comparisons = compare_steps(record.steps, [steps for steps, _ in refs], golden_steps)
@@ -203,7 +206,7 @@ def trainer_comparisons(case: TrainerCase, records: Sequence[TrainerRecord]) -> 
             comparisons.append(_on_rank(comparison, rank, len(records)))
         if record.eval_loss is not None and golden_eval is not None:
             out = torch.tensor(record.eval_loss, dtype=torch.float32)
-            eval_refs = [ref_eval.to(torch.float32) for _, ref_eval in refs]
+            eval_refs = [ref_eval.to("cpu", torch.float32) for _, ref_eval in refs]
             comparisons.append(_on_rank(compare_tensor("eval loss", out, eval_refs, golden_eval), rank, len(records)))
     return comparisons
 

@@ -1,0 +1,294 @@
+"""The side-by-side verdict of ``python -m parity``: known bugs, impl and the oracle, per scenario.
+
+Each scenario reproduces the way an upstream pull request argued its fix (SPEC §5.5): the same
+case run by every target that provides the scenario's interface, the oracle's own figures beside
+them, and one verdict per column: within the budget of SPEC §6 or not, and whether that is what the
+target is expected to show (``impl`` holds, a known bug is caught).
+"""
+
+from __future__ import annotations
+
+import json
+import tempfile
+from collections.abc import Callable
+from dataclasses import asdict, dataclass, field, replace
+from typing import Any
+
+import numpy as np
+import torch
+
+from parity.targets import Target
+
+ORACLE = "oracle"
+
+
+@dataclass
+class Column:
+    """One target's (or the oracle's) figures for a scenario and its verdict."""
+
+    name: str
+    expect: str  # "pass", "fail", or "reference" for the oracle
+    holds: bool | None
+    figures: dict[str, Any]
+
+    @property
+    def as_expected(self) -> bool:
+        return self.expect == "reference" or self.holds == (self.expect == "pass")
+
+    @property
+    def verdict(self) -> str:
+        if self.expect == "reference":
+            return "reference"
+        state = "within budget" if self.holds else "outside budget"
+        meaning = {True: "ok" if self.expect == "pass" else "caught", False: "UNEXPECTED"}[self.as_expected]
+        return f"{state} ({meaning})"
+
+
+@dataclass
+class ScenarioResult:
+    name: str
+    title: str
+    budget: str
+    columns: list[Column] = field(default_factory=list)
+
+    @property
+    def as_expected(self) -> bool:
+        return all(column.as_expected for column in self.columns)
+
+
+@dataclass(frozen=True)
+class Options:
+    device: str = "cpu"
+    dtype: str = "float32"
+    seed: int = 0
+    ddp: bool = False
+
+
+def _fmt(value: Any) -> str:
+    if isinstance(value, float):
+        return f"{value:.9g}" if abs(value) >= 1e-3 or value == 0 else f"{value:.3e}"
+    if value is None:
+        return "-"
+    return str(value)
+
+
+def format_table(result: ScenarioResult) -> str:
+    rows = list(dict.fromkeys(key for column in result.columns for key in column.figures))
+    header = ["", *(c.name for c in result.columns)]
+    body = [[row, *(_fmt(c.figures.get(row)) for c in result.columns)] for row in rows]
+    body.append(["verdict", *(c.verdict for c in result.columns)])
+    widths = [max(len(line[i]) for line in [header, *body]) for i in range(len(header))]
+    render = lambda line: "  ".join(cell.ljust(width) for cell, width in zip(line, widths)).rstrip()  # noqa: E731
+    rule = "  ".join("-" * width for width in widths)
+    return "\n".join([f"== {result.name}: {result.title}", f"   budget: {result.budget}", render(header), rule, *map(render, body)])
+
+
+# --- dataset cache -------------------------------------------------------------------------------
+
+
+def dataset_scenario(targets: list[Target], options: Options, progress: Callable[[str], None]) -> ScenarioResult:
+    """Upstream's case: a valid split keeps its padded last sample; a resumed run serves it first."""
+    from impl.gpt_dataset import GPTDatasetConfig
+    from impl.mock_data import mock_documents
+    from oracle.gpt_dataset import OracleGPTDataset
+
+    documents = mock_documents(num_documents=8, vocab_size=64, eod_id=0, seed=options.seed, max_length=120)
+    config = GPTDatasetConfig(
+        sequence_length=32, vocab_size=64, eod_id=0, split="valid", drop_last_partial_validation_sequence=False
+    )
+    result = ScenarioResult(
+        "dataset-cache",
+        "padded last sample served first: fresh run vs resumed run, every sample vs the oracle",
+        "bitwise (every key, dtype, shape)",
+    )
+    oracle = None
+    for target in targets:
+        progress(f"dataset-cache: {target.name}")
+        factory = target.load("dataset")
+        fresh, resumed = factory(documents, config), factory(documents, config)
+        if oracle is None:
+            oracle = OracleGPTDataset(documents, config, fresh.document_index, fresh.shuffle_index)
+        padded_first = int(np.flatnonzero(np.asarray(resumed.shuffle_index) == len(resumed) - 1)[0])
+        resumed[padded_first]
+        differing, wrongly_masked, first, disagreements = 0, 0, None, 0
+        for k in range(len(fresh)):
+            expected, got_fresh, got_resumed = oracle[k], fresh[k], resumed[k]
+            mismatch = (got_resumed["loss_mask"] != expected["loss_mask"]).sum().item()
+            whole = any(not torch.equal(got_resumed[key], expected[key]) for key in expected) or set(got_resumed) != set(expected)
+            if whole:
+                differing += 1
+                first = k if first is None else first
+            wrongly_masked += mismatch
+            disagreements += any(not torch.equal(got_fresh[key], got_resumed[key]) for key in got_fresh)
+        figures = {
+            "samples": len(fresh),
+            "samples differing from the oracle": differing,
+            "loss-mask positions wrong": wrongly_masked,
+            "first differing index": first,
+            "fresh vs resumed disagree on": disagreements,
+        }
+        result.columns.append(Column(target.name, target.expect, differing == 0 and disagreements == 0, figures))
+    result.columns.append(
+        Column(ORACLE, "reference", None, {"samples": len(oracle), "samples differing from the oracle": 0})
+    )
+    return result
+
+
+# --- diffusion window ----------------------------------------------------------------------------
+
+
+def _window_figures(run) -> tuple[list, dict[str, Any]]:
+    comparisons = run.comparisons()
+    grads = [c for c in comparisons if " grad " in c.name]
+    params = [c for c in comparisons if " param " in c.name]
+    return comparisons, {
+        "loss": run.out[0].loss.item(),
+        "max |grad - golden|": max(c.error for c in grads),
+        "max |param - golden| after SGD": max(c.error for c in params),
+        "grad budget (largest)": max(c.budget for c in grads),
+        "mask counts": [int(b["masked_indices"].sum()) for b in run.noised[0]],
+    }
+
+
+def window_scenario(targets: list[Target], options: Options, progress: Callable[[str], None]) -> ScenarioResult:
+    """Micro-batch 1, accumulation 2, two equal-length answers (the seed pull request)."""
+    from parity.window_cases import SEED_SCENARIO, parity_run
+
+    case = replace(SEED_SCENARIO, dtype=getattr(torch, options.dtype), model_seed=options.seed)
+    result = ScenarioResult(
+        "diffusion-window",
+        "micro-batch 1, accumulation 2, two equal-length answers; one SGD step",
+        "per tensor: 2 x the oracle's own error in the working dtype + 4 eps x magnitude (SPEC §6)",
+    )
+    run = None
+    for target in targets:
+        progress(f"diffusion-window: {target.name}")
+        run = parity_run(target.load("loss"), case, options.device)
+        comparisons, figures = _window_figures(run)
+        result.columns.append(Column(target.name, target.expect, all(c.holds for c in comparisons), figures))
+    golden, ref = run.golden[0], run.refs[0][0]
+    result.columns.append(
+        Column(
+            ORACLE,
+            "reference",
+            None,
+            {
+                "loss": golden.loss.item(),
+                "max |grad - golden|": max(
+                    (ref.grads[n] - golden.grads[n].to(ref.grads[n])).abs().max().item()
+                    for n in golden.grads
+                    if golden.grads[n] is not None
+                ),
+                "max |param - golden| after SGD": max(
+                    (ref.params[n] - golden.params[n].to(ref.params[n])).abs().max().item() for n in golden.params
+                ),
+                "mask counts": [int(d.masked_indices.sum()) for d in run.draws[0]],
+            },
+        )
+    )
+    return result
+
+
+# --- whole training run --------------------------------------------------------------------------
+
+
+def training_scenario(targets: list[Target], options: Options, progress: Callable[[str], None]) -> ScenarioResult:
+    """``Trainer.train()``: 5 examples, micro-batch 1, accumulation 2 (windows 2, 2, 1), plain SGD."""
+    from parity.trainer_run import TrainerCase, run_trainer, trainer_comparisons
+
+    case = TrainerCase(dtype=options.dtype, device=options.device, model_seed=options.seed)
+    result = ScenarioResult(
+        "training-run",
+        "Trainer.train(): windows 2, 2, 1; three SGD updates; then evaluate()",
+        "per tensor, every step (SPEC §6); logged losses in float32, the Trainer's accumulator",
+    )
+    for target in targets:
+        progress(f"training-run: {target.name}")
+        with tempfile.TemporaryDirectory(prefix="parity-report-") as output_dir:
+            record = run_trainer(target.load("trainer"), case, output_dir)
+        comparisons = trainer_comparisons(case, [record])
+        final = [c for c in comparisons if c.name.startswith(f"step {len(record.steps) - 1} param")]
+        figures = {
+            "windows": [len(w) for w in record.train_draws],
+            "logged losses": [round(s.loss.item(), 6) for s in record.steps],
+            "max |param - golden| after 3 steps": max(c.error for c in final),
+            "max |grad - golden| (any step)": max(c.error for c in comparisons if " grad " in c.name),
+            "eval loss": record.eval_loss,
+        }
+        result.columns.append(Column(target.name, target.expect, all(c.holds for c in comparisons), figures))
+    return result
+
+
+# --- distributed ---------------------------------------------------------------------------------
+
+
+def distributed_scenario(targets: list[Target], options: Options, progress: Callable[[str], None]) -> ScenarioResult:
+    """The two-rank cases, each rank a real process (Gloo on CPU)."""
+    from parity.distributed import launch
+
+    result = ScenarioResult(
+        "distributed",
+        "two ranks over Gloo: unequal counts, one rank empty, all empty, rank-local normalisation",
+        "per tensor on every rank (SPEC §6); cell = worst error/budget",
+    )
+    for target in targets:
+        progress(f"distributed: {target.name} (two processes)")
+        with tempfile.TemporaryDirectory(prefix="parity-report-ddp-") as workdir:
+            path = f"{workdir}/verdicts.json"
+            launch("parity.ddp_cases", ["--target", target.name, "--json", path], 2, timeout_s=600)
+            with open(path) as handle:
+                cases = json.load(handle)["cases"]
+        figures = {name: f"{'holds' if v['holds'] else 'FAILS'} ({v['worst_ratio']:.3g})" for name, v in cases.items()}
+        holds = all(v["holds"] for v in cases.values())
+        result.columns.append(Column(target.name, target.expect, holds, figures))
+    return result
+
+
+@dataclass(frozen=True)
+class Scenario:
+    name: str
+    interface: str
+    run: Callable[[list[Target], Options, Callable[[str], None]], ScenarioResult]
+    needs_ddp: bool = False
+
+
+SCENARIOS = {
+    s.name: s
+    for s in (
+        Scenario("dataset-cache", "dataset", dataset_scenario),
+        Scenario("diffusion-window", "loss", window_scenario),
+        Scenario("training-run", "trainer", training_scenario),
+        Scenario("distributed", "trainer", distributed_scenario, needs_ddp=True),
+    )
+}
+
+
+def run_report(
+    targets: list[Target], options: Options, only: list[str] | None, progress: Callable[[str], None]
+) -> list[ScenarioResult]:
+    """Every scenario some target provides the interface for; ``distributed`` only with ``--ddp``."""
+    results = []
+    for scenario in SCENARIOS.values():
+        if only and scenario.name not in only:
+            continue
+        if scenario.needs_ddp and not options.ddp and not only:
+            continue
+        columns = [t for t in targets if t.provides(scenario.interface)]
+        if columns:
+            results.append(scenario.run(columns, options, progress))
+    return results
+
+
+def as_json(results: list[ScenarioResult], options: Options) -> str:
+    return json.dumps(
+        {
+            "options": asdict(options),
+            "as_expected": all(r.as_expected for r in results),
+            "scenarios": [
+                {**asdict(r), "as_expected": r.as_expected, "verdicts": {c.name: c.verdict for c in r.columns}}
+                for r in results
+            ],
+        },
+        indent=2,
+        default=str,
+    )
