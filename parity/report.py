@@ -194,7 +194,7 @@ def window_scenario(targets: list[Target], options: Options, progress: Callable[
 
 def training_scenario(targets: list[Target], options: Options, progress: Callable[[str], None]) -> ScenarioResult:
     """``Trainer.train()``: 5 examples, micro-batch 1, accumulation 2 (windows 2, 2, 1), plain SGD."""
-    from parity.trainer_run import TrainerCase, run_trainer, trainer_comparisons
+    from parity.trainer_run import TrainerCase, golden_run, run_trainer, trainer_comparisons
 
     case = TrainerCase(dtype=options.dtype, device=options.device, model_seed=options.seed)
     result = ScenarioResult(
@@ -216,6 +216,19 @@ def training_scenario(targets: list[Target], options: Options, progress: Callabl
             "eval loss": record.eval_loss,
         }
         result.columns.append(Column(target.name, target.expect, all(c.holds for c in comparisons), figures))
+    golden_steps, golden_eval = golden_run(case, [record])
+    result.columns.append(
+        Column(
+            ORACLE,
+            "reference",
+            None,
+            {
+                "windows": [len(w) for w in record.train_draws],
+                "logged losses": [round(s.loss.item(), 6) for s in golden_steps],
+                "eval loss": None if golden_eval is None else golden_eval.item(),
+            },
+        )
+    )
     return result
 
 

@@ -31,7 +31,7 @@ class TrainerCase:
     accumulation: int = 2
     max_length: int = 10
     data_seed: int = 0
-    noise_seed: int = 0
+    noise_seed: int = 1  # with the defaults, every window of the 2, 2, 1 run realizes some mask
     model_seed: int = 0
     lr: float = 0.01
     dtype: str = "float32"
@@ -190,6 +190,11 @@ def _reference(case: TrainerCase, records: Sequence[TrainerRecord], dtype: torch
     return steps, (torch.stack(eval_losses).mean() if eval_losses else None)
 
 
+def golden_run(case: TrainerCase, records: Sequence[TrainerRecord]) -> tuple[list[StepResult], torch.Tensor | None]:
+    """The oracle in float64 on the CPU: its steps and its evaluation loss."""
+    return _reference(case, records, torch.float64, reverse=False, device="cpu")
+
+
 def trainer_comparisons(case: TrainerCase, records: Sequence[TrainerRecord]) -> list[Comparison]:
     """Every rank's steps and evaluation loss against the oracle's, each within its budget.
 
@@ -197,7 +202,7 @@ def trainer_comparisons(case: TrainerCase, records: Sequence[TrainerRecord]) -> 
     float32 budget whatever the working dtype.
     """
     dtype = DTYPES[case.dtype]
-    golden_steps, golden_eval = _reference(case, records, torch.float64, reverse=False, device="cpu")
+    golden_steps, golden_eval = golden_run(case, records)
     refs = [_reference(case, records, dtype, reverse, case.device) for reverse in (False, True)]
     comparisons = []
     for rank, record in enumerate(records):

@@ -1,0 +1,304 @@
+"""``python -m parity bench``: how fast the property suite finds each known bug, and what it costs.
+
+Three measurements, run from the root of a clone (the property checks live in ``tests/``):
+
+1. Every known-bug target is hunted with the properties that must catch it, once per seed, by a
+   random (not derandomized) search from the bare strategies: the explicit ``@example``s of the
+   test files are left out, so the figures say what the random search alone achieves. Medians over
+   the seeds that found the bug: examples and seconds to the first counterexample, seconds with
+   shrinking, and the size of the shrunk counterexample (characters of its ``repr``).
+2. The dataset benchmark of :mod:`parity.bench_dataset` (serving: cached impl versus the oracle).
+3. Examples per second of every Hypothesis property of the default suite on ``impl``, timed the way
+   the ``dev`` profile runs them: freshly generated examples only, derandomized, no database.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+import sys
+import tempfile
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+from hypothesis import HealthCheck, Phase, given, settings
+from hypothesis import strategies as st
+
+from parity.bench_dataset import bench_dataset
+from parity.hunt import hunt
+from parity.targets import all_targets, get_target
+
+HUNT_EXAMPLES = 100
+#: The ``dev`` profile's ``max_examples`` (conftest.py): what the default suite spends per property.
+RATE_EXAMPLES = 25
+#: A cap per property, so the slow model-sized properties cannot take the whole run.
+RATE_SECONDS = 15.0
+SIZE_NOTE = "size = len(repr(shrunk counterexample)), the drawn arguments as one tuple"
+NOT_A_CLONE = "python -m parity bench must run from the root of a clone (it times the property suite in tests/)"
+
+#: The properties each interface's known bugs are hunted with (names of ``suite_properties``).
+HUNTED = {
+    "dataset": ("dataset/matches-oracle", "dataset/resume-agrees"),
+    "loss": ("diffusion/window-parity",),
+}
+
+Progress = Callable[[str], None]
+
+
+class NotAClone(RuntimeError):
+    """The property suite in ``tests/`` cannot be imported: not run from the root of a clone."""
+
+
+def run_bench(
+    seeds: int = 5,
+    progress: Progress | None = None,
+    *,
+    hunt_examples: int = HUNT_EXAMPLES,
+    rate_examples: int = RATE_EXAMPLES,
+    rate_seconds: float = RATE_SECONDS,
+) -> dict:
+    """All three measurements as one JSON-ready dict (keys: settings, hunts, dataset, rates, seconds)."""
+    progress = progress or (lambda message: None)
+    start = time.perf_counter()
+    with tempfile.TemporaryDirectory(prefix="parity-bench-") as folder:
+        suite = suite_properties(folder)
+        hunts = [
+            _hunt_over_seeds(target, name, suite[name], seeds, hunt_examples, progress)
+            for target in all_targets().values()
+            if target.is_known_bug
+            for interface, names in HUNTED.items()
+            if target.provides(interface)
+            for name in names
+        ]
+        progress("dataset benchmark (parity.bench_dataset)")
+        dataset = bench_dataset()
+        rates = {}
+        for name, (interface, check, arguments) in suite.items():
+            progress(f"examples per second: {name}")
+            subject = get_target("impl").load(interface)
+            rates[name] = examples_per_second(check, subject, arguments, rate_examples, rate_seconds)
+    return {
+        "settings": {
+            "seeds": seeds,
+            "hunt_examples": hunt_examples,
+            "rate_examples": rate_examples,
+            "rate_seconds": rate_seconds,
+        },
+        "hunts": hunts,
+        "dataset": dataset,
+        "rates": rates,
+        "seconds": round(time.perf_counter() - start, 1),
+    }
+
+
+def suite_properties(folder: str) -> dict[str, tuple[str, Callable, st.SearchStrategy]]:
+    """The default suite's Hypothesis properties: name -> (interface, check, argument strategy).
+
+    ``check(subject, *arguments)`` is the property's check function, or the test body itself
+    (``.hypothesis.inner_test``) where the test has no separate check; ``folder`` holds the
+    training runs' output folders.
+    """
+    try:
+        from tests.dataset import properties as dataset
+        from tests.dataset.strategies import EDITS, dataset_cases, resumed_cases, small_dataset_cases
+        from tests.diffusion import properties as diffusion
+        from tests.diffusion import test_noise
+        from tests.diffusion.strategies import window_cases
+        from tests.training import test_trainer
+    except ModuleNotFoundError as error:
+        if (error.name or "").partition(".")[0] == "tests":
+            raise NotAClone(NOT_A_CLONE) from error
+        raise
+    return {
+        "dataset/matches-oracle": ("dataset", dataset.check_matches_oracle, st.tuples(dataset_cases())),
+        "dataset/resume-agrees": ("dataset", dataset.check_resume_agrees, resumed_cases()),
+        "dataset/edits-do-not-leak": (
+            "dataset",
+            dataset.check_edits_do_not_leak,
+            st.tuples(dataset_cases(), st.sampled_from(EDITS)),
+        ),
+        "dataset/dataloader-matches-oracle": (
+            "dataset",
+            dataset.check_dataloader_matches_oracle,
+            st.tuples(small_dataset_cases, st.integers(1, 4)),
+        ),
+        "dataset/index-sanity": ("dataset", dataset.check_index_sanity, st.tuples(dataset_cases())),
+        "diffusion/window-parity": ("loss", diffusion.check_window_parity, st.tuples(window_cases())),
+        "diffusion/regrouping": ("loss", diffusion.check_regrouping, st.tuples(window_cases(), st.integers(1, 4))),
+        "diffusion/single-microbatch-control": (
+            "loss",
+            diffusion.check_window_parity,
+            st.tuples(window_cases(window_size=1)),
+        ),
+        "diffusion/empty-window-is-zero": (
+            "loss",
+            diffusion.check_empty_window_is_a_finite_zero,
+            st.tuples(window_cases(empty_first_window=True)),
+        ),
+        "noise/draws-match-oracle": (
+            "loss",
+            test_noise.test_draws_and_padding_match_the_oracle.hypothesis.inner_test,
+            st.tuples(window_cases(), st.sampled_from([test_noise.EOS, None])),
+        ),
+        "noise/masked-fraction-follows-p": (
+            "loss",
+            test_noise.test_masked_fraction_follows_p.hypothesis.inner_test,
+            st.tuples(st.integers(0, 2**32 - 1), st.sampled_from([1e-3, 0.25]) | st.floats(1e-3, 1.0)),
+        ),
+        "training/any-run-matches": (
+            "trainer",
+            test_trainer.test_any_training_run_matches_the_reference.hypothesis.inner_test,
+            st.tuples(test_trainer.trainer_cases, st.just(_Folders(folder))),
+        ),
+    }
+
+
+class _Folders:
+    """Stands in for pytest's ``tmp_path_factory`` when a test body runs outside pytest."""
+
+    def __init__(self, root: str):
+        self.root = root
+
+    def mktemp(self, basename: str) -> Path:
+        return Path(tempfile.mkdtemp(prefix=basename, dir=self.root))
+
+
+def _hunt_over_seeds(target, name: str, prop, seeds: int, max_examples: int, progress: Progress) -> dict:
+    interface, check, arguments = prop
+    subject = target.load(interface)
+    runs = []
+    for seed in range(seeds):
+        progress(f"hunt {target.name} with {name}, seed {seed}")
+        runs.append(hunt(check, subject, arguments, max_examples=max_examples, seed=seed))
+    found = [run for run in runs if run.found]
+
+    def median(values):
+        return statistics.median(values) if found else None
+
+    return {
+        "target": target.name,
+        "property": name,
+        "seeds": seeds,
+        "found": len(found),
+        "median_examples_to_failure": median([run.examples_to_failure for run in found]),
+        "median_seconds_to_failure": median([round(run.seconds_to_failure, 3) for run in found]),
+        "median_seconds_with_shrinking": median([round(run.seconds_total, 3) for run in found]),
+        "median_counterexample_size": median([len(run.counterexample) for run in found]),
+        "runs": [run.as_report() for run in runs],
+    }
+
+
+class _OutOfTime(Exception):
+    """Ends a timed run once its time is up (raised before the next example runs)."""
+
+
+def examples_per_second(check, subject, arguments: st.SearchStrategy, max_examples: int, max_seconds: float) -> dict:
+    """Time ``check(subject, *args)`` on up to ``max_examples`` freshly generated examples.
+
+    Generation only (no explicit examples, database or shrinking) and derandomized, so every run
+    times the same examples; no new example starts after ``max_seconds``. A failing check raises.
+    """
+    examples = 0
+    start = time.perf_counter()
+
+    @settings(
+        max_examples=max_examples,
+        phases=[Phase.generate],
+        derandomize=True,
+        database=None,
+        deadline=None,
+        suppress_health_check=list(HealthCheck),
+    )
+    @given(arguments)
+    def run(args):
+        nonlocal examples
+        if time.perf_counter() - start > max_seconds:
+            raise _OutOfTime
+        examples += 1
+        check(subject, *args)
+
+    try:
+        run()
+    except _OutOfTime:
+        pass
+    seconds = time.perf_counter() - start
+    return {"examples": examples, "seconds": round(seconds, 3), "examples_per_second": round(examples / seconds, 2)}
+
+
+def format_bench(result: dict) -> str:
+    """The result as plain-text tables."""
+    config = result["settings"]
+    lines = [
+        f"Finding the known bugs: {config['seeds']} random seeds per hunt, up to {config['hunt_examples']} "
+        "examples each, bare strategies (no explicit @example); medians over the seeds that found the bug",
+        _table(
+            ["target", "property", "found", "examples", "s to find", "s with shrinking", "size"],
+            [
+                [
+                    h["target"],
+                    h["property"],
+                    f"{h['found']}/{h['seeds']}",
+                    _num(h["median_examples_to_failure"]),
+                    _num(h["median_seconds_to_failure"]),
+                    _num(h["median_seconds_with_shrinking"]),
+                    _num(h["median_counterexample_size"]),
+                ]
+                for h in result["hunts"]
+            ],
+        ),
+        SIZE_NOTE,
+        "",
+    ]
+    serve, index = result["dataset"]["serve"], result["dataset"]["index_build"]
+    lines += [
+        f"Dataset serving, sequence length {serve['sequence_length']}, one torch thread (parity.bench_dataset)",
+        _table(
+            ["what", "us per sample"],
+            [
+                ["impl, served from the cache", _num(serve["impl_cached_us_per_sample"])],
+                ["impl, masks recomputed", _num(serve["impl_recomputing_masks_us_per_sample"])],
+                ["oracle", _num(serve["oracle_us_per_sample"])],
+            ],
+        ),
+        f"oracle / impl: {serve['oracle_over_impl']}x; recomputing / cached: {serve['recomputing_over_cached']}x; "
+        f"index build for {index['tokens']} tokens in {index['documents']} documents: {index['seconds']} s",
+        "",
+        f"Default-suite properties on impl: generated examples only, derandomized, up to "
+        f"{config['rate_examples']} examples or {config['rate_seconds']} s each",
+        _table(
+            ["property", "examples", "seconds", "examples/s"],
+            [[name, r["examples"], _num(r["seconds"]), _num(r["examples_per_second"])] for name, r in result["rates"].items()],
+        ),
+        "",
+        f"bench took {result['seconds']} s",
+    ]
+    return "\n".join(lines)
+
+
+def _num(value) -> str:
+    return "-" if value is None else f"{value:.3g}" if isinstance(value, float) else str(value)
+
+
+def _table(header: list[str], rows: list[list]) -> str:
+    cells = [header, *[[str(cell) for cell in row] for row in rows]]
+    widths = [max(len(row[column]) for row in cells) for column in range(len(header))]
+    return "\n".join("  ".join(cell.ljust(width) for cell, width in zip(row, widths)).rstrip() for row in cells)
+
+
+def bench_main(argv: list[str]) -> int:
+    """The ``bench`` command: 0 when every seed found every known bug, 1 otherwise."""
+    parser = argparse.ArgumentParser(prog="python -m parity bench", description=__doc__.splitlines()[0])
+    parser.add_argument("--seeds", type=int, default=5, help="hunts per known bug and property (default: 5)")
+    parser.add_argument("--json", metavar="PATH", help="also write the results as JSON")
+    args = parser.parse_args(argv)
+    try:
+        result = run_bench(args.seeds, lambda message: print(f"[parity] {message} ...", file=sys.stderr, flush=True))
+    except NotAClone as error:
+        parser.exit(2, f"{parser.prog}: {error}\n")
+    print(format_bench(result))
+    if args.json:
+        with open(args.json, "w") as handle:
+            json.dump(result, handle, indent=2)
+    return 0 if all(h["found"] == h["seeds"] for h in result["hunts"]) else 1

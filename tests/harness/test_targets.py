@@ -1,0 +1,75 @@
+"""The target registry: built-ins, installed entry points, and a usage error for unknown names."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from dataclasses import dataclass
+
+import pytest
+
+from parity import targets
+from parity.targets import Target, UnknownTargetError, all_targets, get_target
+
+EXTRA = Target(name="my-dataset", description="an adapter", expect="pass", dataset="impl.gpt_dataset:GPTDataset")
+
+
+def test_every_builtin_interface_loads():
+    for target in all_targets().values():
+        for interface in ("dataset", "loss", "trainer"):
+            if target.provides(interface):
+                assert target.load(interface) is not None
+
+
+def test_a_missing_interface_is_a_lookup_error():
+    with pytest.raises(LookupError, match="provides no dataset interface"):
+        get_target("known-bug:local-mean").load("dataset")
+
+
+def test_unknown_names_list_the_known_ones():
+    with pytest.raises(UnknownTargetError, match="unknown target 'nope'; known targets: impl, known-bug"):
+        get_target("nope")
+
+
+@dataclass(frozen=True)
+class InstalledEntryPoint:
+    """Stands in for an ``importlib.metadata.EntryPoint`` of an installed package."""
+
+    name: str
+    loads: object
+
+    def load(self):
+        return self.loads
+
+
+def _installed(monkeypatch, loads: object) -> None:
+    point = InstalledEntryPoint("extra", loads)
+    monkeypatch.setattr(targets, "entry_points", lambda group: [point] if group == targets.ENTRY_POINT_GROUP else [])
+
+
+def test_an_installed_package_adds_a_target(monkeypatch):
+    _installed(monkeypatch, EXTRA)
+    assert get_target("my-dataset") is EXTRA
+
+
+def test_an_entry_point_must_load_a_target(monkeypatch):
+    _installed(monkeypatch, object())
+    with pytest.raises(TypeError, match="must load a parity.targets.Target, got object"):
+        all_targets()
+
+
+def test_an_entry_point_cannot_replace_a_builtin(monkeypatch):
+    _installed(monkeypatch, Target("impl", "impostor", "pass"))
+    with pytest.raises(ValueError, match="redefines the target 'impl'"):
+        all_targets()
+
+
+def test_pytest_rejects_an_unknown_target():
+    result = subprocess.run(
+        [sys.executable, "-m", "pytest", "--target", "nope", "--collect-only", "-q", "-p", "no:randomly"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert result.returncode == 4  # pytest's usage-error status
+    assert "unknown target 'nope'; known targets:" in result.stderr
