@@ -23,18 +23,17 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
-from hypothesis import HealthCheck, Phase, given, settings
 from hypothesis import strategies as st
 
 from parity.bench_dataset import bench_dataset
-from parity.hunt import hunt
+from parity.hunt import examples_per_second, hunt
 from parity.targets import all_targets, get_target
 
 HUNT_EXAMPLES = 100
 #: The ``dev`` profile's ``max_examples`` (conftest.py): what the default suite spends per property.
 RATE_EXAMPLES = 25
 #: A cap per property, so the slow model-sized properties cannot take the whole run.
-RATE_SECONDS = 15.0
+RATE_SECONDS = 10.0
 SIZE_NOTE = "size = len(repr(shrunk counterexample)), the drawn arguments as one tuple"
 NOT_A_CLONE = "python -m parity bench must run from the root of a clone (it times the property suite in tests/)"
 
@@ -58,14 +57,21 @@ def run_bench(
     hunt_examples: int = HUNT_EXAMPLES,
     rate_examples: int = RATE_EXAMPLES,
     rate_seconds: float = RATE_SECONDS,
+    shrink: bool = True,
 ) -> dict:
-    """All three measurements as one JSON-ready dict (keys: settings, hunts, dataset, rates, seconds)."""
+    """All three measurements as one JSON-ready dict.
+
+    Keys: ``settings`` (the arguments); ``hunts``, one entry per known-bug target and hunted
+    property (``found`` of ``seeds``, the ``median_*`` figures, each seed's hunt report under
+    ``runs``); ``dataset``, what :func:`parity.bench_dataset.bench_dataset` returns; ``rates``,
+    property name -> ``examples``, ``seconds``, ``examples_per_second``; ``seconds``, the whole run.
+    """
     progress = progress or (lambda message: None)
     start = time.perf_counter()
     with tempfile.TemporaryDirectory(prefix="parity-bench-") as folder:
         suite = suite_properties(folder)
         hunts = [
-            _hunt_over_seeds(target, name, suite[name], seeds, hunt_examples, progress)
+            _hunt_over_seeds(target, name, suite[name], seeds, hunt_examples, progress, shrink)
             for target in all_targets().values()
             if target.is_known_bug
             for interface, names in HUNTED.items()
@@ -165,66 +171,32 @@ class _Folders:
         return Path(tempfile.mkdtemp(prefix=basename, dir=self.root))
 
 
-def _hunt_over_seeds(target, name: str, prop, seeds: int, max_examples: int, progress: Progress) -> dict:
+def _hunt_over_seeds(
+    target, name: str, prop, seeds: int, max_examples: int, progress: Progress, shrink: bool = True
+) -> dict:
+    """One hunt per seed; the medians are over the seeds that found the bug (a miss has no figures)."""
     interface, check, arguments = prop
     subject = target.load(interface)
     runs = []
     for seed in range(seeds):
         progress(f"hunt {target.name} with {name}, seed {seed}")
-        runs.append(hunt(check, subject, arguments, max_examples=max_examples, seed=seed))
-    found = [run for run in runs if run.found]
+        runs.append(hunt(check, subject, arguments, max_examples=max_examples, seed=seed, shrink=shrink).as_report())
+    found = [run for run in runs if run["examples_to_failure"] is not None]
 
-    def median(values):
-        return statistics.median(values) if found else None
+    def median(key, measure=lambda value: value):
+        return statistics.median(measure(run[key]) for run in found) if found else None
 
     return {
         "target": target.name,
         "property": name,
         "seeds": seeds,
         "found": len(found),
-        "median_examples_to_failure": median([run.examples_to_failure for run in found]),
-        "median_seconds_to_failure": median([round(run.seconds_to_failure, 3) for run in found]),
-        "median_seconds_with_shrinking": median([round(run.seconds_total, 3) for run in found]),
-        "median_counterexample_size": median([len(run.counterexample) for run in found]),
-        "runs": [run.as_report() for run in runs],
+        "median_examples_to_failure": median("examples_to_failure"),
+        "median_seconds_to_failure": median("seconds_to_failure"),
+        "median_seconds_with_shrinking": median("seconds_total"),
+        "median_counterexample_size": median("counterexample", len),
+        "runs": runs,
     }
-
-
-class _OutOfTime(Exception):
-    """Ends a timed run once its time is up (raised before the next example runs)."""
-
-
-def examples_per_second(check, subject, arguments: st.SearchStrategy, max_examples: int, max_seconds: float) -> dict:
-    """Time ``check(subject, *args)`` on up to ``max_examples`` freshly generated examples.
-
-    Generation only (no explicit examples, database or shrinking) and derandomized, so every run
-    times the same examples; no new example starts after ``max_seconds``. A failing check raises.
-    """
-    examples = 0
-    start = time.perf_counter()
-
-    @settings(
-        max_examples=max_examples,
-        phases=[Phase.generate],
-        derandomize=True,
-        database=None,
-        deadline=None,
-        suppress_health_check=list(HealthCheck),
-    )
-    @given(arguments)
-    def run(args):
-        nonlocal examples
-        if time.perf_counter() - start > max_seconds:
-            raise _OutOfTime
-        examples += 1
-        check(subject, *args)
-
-    try:
-        run()
-    except _OutOfTime:
-        pass
-    seconds = time.perf_counter() - start
-    return {"examples": examples, "seconds": round(seconds, 3), "examples_per_second": round(examples / seconds, 2)}
 
 
 def format_bench(result: dict) -> str:
@@ -293,6 +265,8 @@ def bench_main(argv: list[str]) -> int:
     parser.add_argument("--seeds", type=int, default=5, help="hunts per known bug and property (default: 5)")
     parser.add_argument("--json", metavar="PATH", help="also write the results as JSON")
     args = parser.parse_args(argv)
+    if args.seeds < 1:
+        parser.error("--seeds must be at least 1")
     try:
         result = run_bench(args.seeds, lambda message: print(f"[parity] {message} ...", file=sys.stderr, flush=True))
     except NotAClone as error:

@@ -10,7 +10,7 @@ from __future__ import annotations
 import time
 from dataclasses import asdict, dataclass
 
-from hypothesis import given, settings
+from hypothesis import HealthCheck, Phase, given, settings
 from hypothesis import seed as fix_seed
 from hypothesis import strategies as st
 
@@ -37,18 +37,32 @@ class Hunt:
         return report
 
 
-def hunt(check, subject, arguments: st.SearchStrategy, *, max_examples: int = 200, seed: int | None = None) -> Hunt:
+def hunt(
+    check,
+    subject,
+    arguments: st.SearchStrategy,
+    *,
+    max_examples: int = 200,
+    seed: int | None = None,
+    shrink: bool = True,
+) -> Hunt:
     """Run ``check(subject, *args)`` with ``args`` drawn from ``arguments`` until it fails.
 
     Derandomized when ``seed`` is None (a fixed, repeatable hunt); a given seed varies the search,
-    which is how the benchmark takes a median over several hunts.
+    which is how the benchmark takes a median over several hunts. ``shrink=False`` stops at the
+    first counterexample, for callers that only need to know it is found.
     """
     found = Hunt()
     calls = 0
     start = time.perf_counter()
 
     @settings(
-        database=None, derandomize=seed is None, max_examples=max_examples, report_multiple_bugs=False, deadline=None
+        database=None,
+        derandomize=seed is None,
+        max_examples=max_examples,
+        report_multiple_bugs=False,
+        deadline=None,
+        phases=list(Phase) if shrink else [Phase.explicit, Phase.reuse, Phase.generate, Phase.target],
     )
     @given(arguments)
     def run(args):
@@ -72,3 +86,40 @@ def hunt(check, subject, arguments: st.SearchStrategy, *, max_examples: int = 20
         pass
     found.seconds_total = time.perf_counter() - start
     return found
+
+
+class _OutOfTime(Exception):
+    """Stops a timing run between examples once its time is up."""
+
+
+def examples_per_second(check, subject, arguments: st.SearchStrategy, max_examples: int, max_seconds: float) -> dict:
+    """Time ``check(subject, *args)`` on up to ``max_examples`` freshly generated examples.
+
+    Generation only (no explicit examples, database or shrinking) and derandomized, so every run
+    times the same examples; no new example starts after ``max_seconds``. A failing check raises.
+    """
+    examples = 0
+    start = time.perf_counter()
+
+    @settings(
+        max_examples=max_examples,
+        phases=[Phase.generate],
+        derandomize=True,
+        database=None,
+        deadline=None,
+        suppress_health_check=list(HealthCheck),
+    )
+    @given(arguments)
+    def run(args):
+        nonlocal examples
+        if time.perf_counter() - start > max_seconds:
+            raise _OutOfTime
+        examples += 1
+        check(subject, *args)
+
+    try:
+        run()
+    except _OutOfTime:
+        pass
+    seconds = time.perf_counter() - start
+    return {"examples": examples, "seconds": round(seconds, 3), "examples_per_second": round(examples / seconds, 2)}

@@ -1,0 +1,62 @@
+"""``python -m parity bench`` in miniature: one seed and a few examples, so every part is exercised.
+
+The tests share one run (a module fixture), so they stay on one xdist worker. The hunts stop at the
+first counterexample (no shrinking), which keeps the run to about 15 s on two cores.
+"""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+import pytest
+
+from parity.bench import NOT_A_CLONE, SIZE_NOTE, format_bench, run_bench
+from parity.targets import all_targets
+
+pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("bench")]
+
+KNOWN_BUGS = [name for name, target in all_targets().items() if target.is_known_bug]
+
+
+@pytest.fixture(scope="module")
+def result() -> dict:
+    # One example per property: the first derandomized example is the smallest, so the diffusion
+    # properties cost a fraction of a second each.
+    return run_bench(seeds=1, hunt_examples=50, rate_examples=1, rate_seconds=5.0, shrink=False)
+
+
+def test_the_result_has_the_documented_keys(result):
+    assert set(result) == {"settings", "hunts", "dataset", "rates", "seconds"}
+    assert result["settings"] == {"seeds": 1, "hunt_examples": 50, "rate_examples": 1, "rate_seconds": 5.0}
+    assert result["dataset"]["serve"]["oracle_over_impl"] > 1, "the cached dataset must serve faster than the oracle"
+    assert {"dataset/matches-oracle", "diffusion/window-parity", "noise/draws-match-oracle", "training/any-run-matches"} <= set(
+        result["rates"]
+    )
+    for name, rate in result["rates"].items():
+        assert rate["examples"] == 1 and rate["examples_per_second"] > 0, name
+
+
+def test_every_known_bug_is_hunted_and_found(result):
+    assert {hunt["target"] for hunt in result["hunts"]} == set(KNOWN_BUGS)
+    for hunt in result["hunts"]:
+        assert hunt["found"] == hunt["seeds"] == 1, f"{hunt['target']} / {hunt['property']}: {hunt['runs']}"
+        assert hunt["median_examples_to_failure"] >= 1
+        assert hunt["median_counterexample_size"] == len(hunt["runs"][0]["counterexample"])
+        assert hunt["median_seconds_to_failure"] <= hunt["median_seconds_with_shrinking"]
+
+
+def test_the_table_names_every_target_and_property(result):
+    text = format_bench(result)
+    for name in [*KNOWN_BUGS, *result["rates"]]:
+        assert name in text
+    assert SIZE_NOTE in text
+
+
+def test_outside_a_clone_it_says_where_to_run(tmp_path):
+    """The property suite lives in tests/, which only a clone's root can import: a usage error."""
+    done = subprocess.run(
+        [sys.executable, "-m", "parity", "bench"], cwd=tmp_path, capture_output=True, text=True, timeout=120
+    )
+    assert done.returncode == 2, done.stderr
+    assert NOT_A_CLONE in done.stderr
