@@ -3,7 +3,7 @@
 One entry point for the test suite (through ``parity.distributed.launch``) and for a multi-GPU
 nightly job::
 
-    torchrun --standalone --nproc-per-node 2 -m parity.ddp_cases --target impl --strict
+    torchrun --standalone --nproc-per-node 2 -m parity.ddp_cases --target impl --strict [--device cuda]
 
 Every rank trains on its share and sends its record (gradients, parameters, realized draws) to
 rank 0, which replays all ranks' draws in the oracle and prints one JSON verdict per case.
@@ -56,22 +56,24 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m parity.ddp_cases", description=__doc__.splitlines()[0])
     parser.add_argument("--target", default="impl", help="target whose trainer runs (default: impl)")
     parser.add_argument("--case", action="append", choices=sorted(DDP_CASES), help="repeatable; default: all")
+    parser.add_argument("--device", default="cpu", choices=["cpu", "cuda"], help="Gloo on cpu, NCCL on cuda")
     parser.add_argument("--json", help="rank 0 writes the verdicts here")
     parser.add_argument("--strict", action="store_true", help="rank 0 exits 1 when a case breaks parity")
     args = parser.parse_args(argv)
     trainer_class = get_target(args.target).load("trainer")
 
-    init_process_group()
+    init_process_group(args.device)
     rank, world_size = dist.get_rank(), dist.get_world_size()
     verdicts = {}
     try:
         for name in args.case or list(DDP_CASES):
+            case = replace(DDP_CASES[name], device=args.device)
             with tempfile.TemporaryDirectory(prefix=f"parity-{name}-") as output_dir:
-                record = run_trainer(trainer_class, DDP_CASES[name], output_dir, world_size)
+                record = run_trainer(trainer_class, case, output_dir, world_size)
             records: list[TrainerRecord | None] = [None] * world_size
             dist.all_gather_object(records, record)
             if rank == 0:
-                verdicts[name] = verdict(DDP_CASES[name], records)
+                verdicts[name] = verdict(case, records)
     finally:
         dist.destroy_process_group()
     if rank != 0:

@@ -21,16 +21,17 @@ from parity.distributed import init_process_group
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m parity.ddp_selfcheck", description=__doc__.splitlines()[0])
+    parser.add_argument("--device", default="cpu", choices=["cpu", "cuda"], help="Gloo on cpu, NCCL on cuda")
     parser.add_argument("--fail-rank", type=int, help="this rank raises after joining the group")
     parser.add_argument("--hang-rank", type=int, help="this rank sleeps instead of taking part")
     args = parser.parse_args(argv)
-    init_process_group()
+    init_process_group(args.device)
     rank, world_size = dist.get_rank(), dist.get_world_size()
     if rank == args.fail_rank:
         raise RuntimeError(f"rank {rank} failed on purpose (--fail-rank)")
     if rank == args.hang_rank:
         time.sleep(3600)
-    total = torch.tensor([rank + 1.0])
+    total = torch.tensor([rank + 1.0], device=args.device)
     dist.all_reduce(total)
     expected = world_size * (world_size + 1) / 2
     dist.destroy_process_group()

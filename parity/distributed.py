@@ -27,9 +27,12 @@ class RankFailed(RuntimeError):
     """A worker process exited with an error, or the run outlived its timeout."""
 
 
-def init_process_group() -> None:
-    """Join the group this process was launched into: ``launch``'s FileStore, or torchrun's env://."""
-    backend = "nccl" if torch.cuda.is_available() else "gloo"
+def init_process_group(device: str = "cpu") -> None:
+    """Join the group this process was launched into: ``launch``'s FileStore, or torchrun's env://.
+
+    Gloo for CPU tensors, NCCL (one GPU per local rank) for CUDA tensors.
+    """
+    backend = "nccl" if device == "cuda" else "gloo"
     os.environ.setdefault("GLOO_SOCKET_IFNAME", "lo")
     rank, world_size = int(os.environ["RANK"]), int(os.environ["WORLD_SIZE"])
     if backend == "nccl":

@@ -138,7 +138,7 @@ def training_arguments(case: TrainerCase, output_dir: str, distributed: bool = F
         remove_unused_columns=False,
         dataloader_num_workers=0,
         average_tokens_across_devices=case.average_tokens_across_devices,
-        ddp_backend="gloo" if distributed else None,
+        ddp_backend=("nccl" if case.device == "cuda" else "gloo") if distributed else None,
     )
 
 
