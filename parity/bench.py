@@ -28,6 +28,7 @@ from hypothesis import strategies as st
 from parity.bench_dataset import bench_dataset
 from parity.hunt import examples_per_second, hunt
 from parity.targets import all_targets, get_target
+from parity.text_table import text_table
 
 HUNT_EXAMPLES = 100
 #: The ``dev`` profile's ``max_examples`` (conftest.py): what the default suite spends per property.
@@ -205,7 +206,7 @@ def format_bench(result: dict) -> str:
     lines = [
         f"Finding the known bugs: {config['seeds']} random seeds per hunt, up to {config['hunt_examples']} "
         "examples each, bare strategies (no explicit @example); medians over the seeds that found the bug",
-        _table(
+        text_table(
             ["target", "property", "found", "examples", "s to find", "s with shrinking", "size"],
             [
                 [
@@ -226,7 +227,7 @@ def format_bench(result: dict) -> str:
     serve, index = result["dataset"]["serve"], result["dataset"]["index_build"]
     lines += [
         f"Dataset serving, sequence length {serve['sequence_length']}, one torch thread (parity.bench_dataset)",
-        _table(
+        text_table(
             ["what", "us per sample"],
             [
                 ["impl, served from the cache", _num(serve["impl_cached_us_per_sample"])],
@@ -239,7 +240,7 @@ def format_bench(result: dict) -> str:
         "",
         f"Default-suite properties on impl: generated examples only, derandomized, up to "
         f"{config['rate_examples']} examples or {config['rate_seconds']} s each",
-        _table(
+        text_table(
             ["property", "examples", "seconds", "examples/s"],
             [[name, r["examples"], _num(r["seconds"]), _num(r["examples_per_second"])] for name, r in result["rates"].items()],
         ),
@@ -251,12 +252,6 @@ def format_bench(result: dict) -> str:
 
 def _num(value) -> str:
     return "-" if value is None else f"{value:.3g}" if isinstance(value, float) else str(value)
-
-
-def _table(header: list[str], rows: list[list]) -> str:
-    cells = [header, *[[str(cell) for cell in row] for row in rows]]
-    widths = [max(len(row[column]) for row in cells) for column in range(len(header))]
-    return "\n".join("  ".join(cell.ljust(width) for cell, width in zip(row, widths)).rstrip() for row in cells)
 
 
 def bench_main(argv: list[str]) -> int:

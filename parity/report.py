@@ -18,6 +18,7 @@ import numpy as np
 import torch
 
 from parity.targets import Target
+from parity.text_table import text_table
 
 ORACLE = "oracle"
 
@@ -77,10 +78,7 @@ def format_table(result: ScenarioResult) -> str:
     header = ["", *(c.name for c in result.columns)]
     body = [[row, *(_fmt(c.figures.get(row)) for c in result.columns)] for row in rows]
     body.append(["verdict", *(c.verdict for c in result.columns)])
-    widths = [max(len(line[i]) for line in [header, *body]) for i in range(len(header))]
-    render = lambda line: "  ".join(cell.ljust(width) for cell, width in zip(line, widths)).rstrip()  # noqa: E731
-    rule = "  ".join("-" * width for width in widths)
-    return "\n".join([f"== {result.name}: {result.title}", f"   budget: {result.budget}", render(header), rule, *map(render, body)])
+    return "\n".join([f"== {result.name}: {result.title}", f"   budget: {result.budget}", text_table(header, body)])
 
 
 # --- dataset cache -------------------------------------------------------------------------------

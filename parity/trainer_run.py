@@ -167,7 +167,7 @@ def run_trainer(trainer_class, case: TrainerCase, output_dir: str, world_size: i
         )
     steps = [
         StepResult(torch.tensor(loss, dtype=torch.float32), grads, params)
-        for loss, grads, params in zip(losses, recorder.grads, recorder.params)
+        for loss, grads, params in zip(losses, recorder.grads, recorder.params, strict=True)
     ]
     as_draws = lambda window: [Draw(d.batch, d.masked_indices, d.p_mask) for d in window]  # noqa: E731
     return TrainerRecord(steps, [as_draws(w) for w in trainer.train_draws], eval_loss, as_draws(trainer.eval_draws))

@@ -90,6 +90,11 @@ def reference_steps(model: nn.Module, draws: Sequence[Sequence[Draw]], lr: float
     return [sgd_step(model, [window], model.config.eos_token_id, lr) for window in draws]
 
 
+def _named(result: StepResult, step: int, kind: str) -> dict[str, torch.Tensor | None]:
+    """``grads`` or ``params`` of a step, named for a failure message: ``step 1 grad encoder.norm.weight``."""
+    return {f"step {step} {kind[:-1]} {name}": t for name, t in getattr(result, kind).items()}
+
+
 def compare_steps(
     out: Sequence[StepResult], refs: Sequence[Sequence[StepResult]], golden: Sequence[StepResult]
 ) -> list[Comparison]:
@@ -101,11 +106,9 @@ def compare_steps(
         o, rs = out[step], [ref[step] for ref in refs]
         comparisons.append(compare_tensor(f"step {step} loss", o.loss, [r.loss for r in rs], g.loss))
         for kind in ("grads", "params"):
-
-            def named(result: StepResult) -> dict[str, torch.Tensor | None]:
-                return {f"step {step} {kind[:-1]} {n}": t for n, t in getattr(result, kind).items()}
-
-            comparisons.extend(compare_states(named(o), [named(r) for r in rs], named(g)))
+            comparisons.extend(
+                compare_states(_named(o, step, kind), [_named(r, step, kind) for r in rs], _named(g, step, kind))
+            )
     return comparisons
 
 

@@ -109,7 +109,7 @@ def check_dataloader_matches_oracle(factory, case: DatasetCase, batch_size: int)
     ]
     batches = list(loader)
     assert len(batches) == len(expected), f"{len(batches)} batches, oracle {len(expected)}"
-    for number, (batch, want) in enumerate(zip(batches, expected)):
+    for number, (batch, want) in enumerate(zip(batches, expected, strict=True)):
         assert_samples_equal(batch, want, f"batch {number} (batch_size={batch_size}, 2 workers)")
 
 

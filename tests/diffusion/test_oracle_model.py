@@ -55,4 +55,4 @@ def test_seeded_weights_leave_the_global_rng_alone():
     state = torch.random.get_rng_state()
     a, b = build_tiny_model(7), build_tiny_model(7)
     assert torch.equal(torch.random.get_rng_state(), state)
-    assert all(torch.equal(x, y) for x, y in zip(a.state_dict().values(), b.state_dict().values()))
+    assert all(torch.equal(x, y) for x, y in zip(a.state_dict().values(), b.state_dict().values(), strict=True))
