@@ -60,9 +60,10 @@ class Comparison:
                 f"{self.name}: the oracle itself is not finite in the working dtype (at index "
                 f"{list(self.worst_index)}), so no budget exists: the case diverges, not the target"
             )
+        verdict = "within" if self.holds else "exceeds"
         return (
             f"{self.name}: max|out - golden| = {self.error:.3e} at index {list(self.worst_index)} "
-            f"(out {self.out_value:.9g}, golden {self.golden_value:.9g}) exceeds the budget {self.budget:.3e} "
+            f"(out {self.out_value:.9g}, golden {self.golden_value:.9g}) {verdict} the budget {self.budget:.3e} "
             f"= {REFERENCE_FACTOR:g} x reference error {self.reference_error:.3e} + floor"
         )
 
