@@ -57,6 +57,11 @@ class ScenarioResult:
         return all(column.as_expected for column in self.columns)
 
 
+def oracle_column(figures: dict[str, Any]) -> Column:
+    """The reference's own figures beside the targets'; it has no verdict of its own."""
+    return Column(ORACLE, "reference", None, figures)
+
+
 @dataclass(frozen=True)
 class Options:
     device: str = "cpu"
@@ -126,9 +131,7 @@ def dataset_scenario(targets: list[Target], options: Options, progress: Callable
             "fresh vs resumed disagree on": disagreements,
         }
         result.columns.append(Column(target.name, target.expect, differing == 0 and disagreements == 0, figures))
-    result.columns.append(
-        Column(ORACLE, "reference", None, {"samples": len(oracle), "samples differing from the oracle": 0})
-    )
+    result.columns.append(oracle_column({"samples": len(oracle), "samples differing from the oracle": 0}))
     return result
 
 
@@ -167,16 +170,13 @@ def window_scenario(targets: list[Target], options: Options, progress: Callable[
     # The oracle's own error: what the budget is made of (its worst valid evaluation order).
     comparisons = run.comparisons()
     result.columns.append(
-        Column(
-            ORACLE,
-            "reference",
-            None,
+        oracle_column(
             {
                 "loss": run.golden[0].loss.item(),
                 "max |grad - golden|": max(c.reference_error for c in comparisons if " grad " in c.name),
                 "max |param - golden| after SGD": max(c.reference_error for c in comparisons if " param " in c.name),
                 "mask counts": [int(d.masked_indices.sum()) for d in run.draws[0]],
-            },
+            }
         )
     )
     return result
@@ -211,15 +211,12 @@ def training_scenario(targets: list[Target], options: Options, progress: Callabl
         result.columns.append(Column(target.name, target.expect, all(c.holds for c in comparisons), figures))
     golden_steps, golden_eval = golden_run(case, [record])
     result.columns.append(
-        Column(
-            ORACLE,
-            "reference",
-            None,
+        oracle_column(
             {
                 "windows": [len(w) for w in record.train_draws],
                 "logged losses": [round(s.loss.item(), 6) for s in golden_steps],
                 "eval loss": None if golden_eval is None else golden_eval.item(),
-            },
+            }
         )
     )
     return result

@@ -48,7 +48,7 @@ def test_masked_fraction_follows_p(diffusion_loss, seed, eps):
     (out,) = _prepare(diffusion_loss, window, eps, torch.Generator().manual_seed(seed))
     p = out["p_mask"][:, 0]
     assert torch.equal(out["p_mask"], p[:, None].expand_as(out["p_mask"])), "p must be one value per row"
-    assert ((p >= eps - 1e-7) & (p <= 1)).all()
+    assert ((p >= torch.tensor(eps, dtype=p.dtype)) & (p <= 1)).all(), "p = (1 - eps) t + eps lies in [eps, 1]"
     counts = out["masked_indices"].sum(dim=1).double()
     sigma = (length * p.double() * (1 - p.double())).sqrt()
     assert ((counts - length * p.double()).abs() <= 6 * sigma + 1).all()
