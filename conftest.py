@@ -45,6 +45,11 @@ def pytest_configure(config: pytest.Config) -> None:
         config.parity_target = get_target(config.getoption("--target"))
     except UnknownTargetError as error:
         raise pytest.UsageError(str(error)) from None
+    remote_code = config.getoption("--nemotron-remote-code")
+    if remote_code:  # through the environment, so that DDP worker processes build the same model
+        from oracle.remote_code import REMOTE_CODE_ENV
+
+        os.environ[REMOTE_CODE_ENV] = remote_code
     _limit_torch_threads()
 
 

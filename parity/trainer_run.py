@@ -14,9 +14,10 @@ from dataclasses import asdict, dataclass, field
 import torch
 from transformers import PrinterCallback, TrainerCallback, TrainingArguments
 
-from oracle.nemotron_diffusion import IGNORE_INDEX, TINY_CONFIG, build_tiny_model
+from oracle.nemotron_diffusion import IGNORE_INDEX, TINY_CONFIG
 from oracle.window_reference import Draw, StepResult, single_batch_loss, sgd_step
 from parity.compare import Comparison, compare_tensor
+from parity.window_cases import tiny_model
 from parity.window_run import compare_steps
 
 PAD_ID = 0
@@ -144,7 +145,7 @@ def training_arguments(case: TrainerCase, output_dir: str, distributed: bool = F
 
 def run_trainer(trainer_class, case: TrainerCase, output_dir: str, world_size: int = 1) -> TrainerRecord:
     """``Trainer.train()`` (and ``evaluate()``) on this rank's share of the case."""
-    model = build_tiny_model(case.model_seed, DTYPES[case.dtype])
+    model = tiny_model(case.model_seed, DTYPES[case.dtype])
     recorder = StepRecorder(model)
     rows = training_examples(case, world_size)
     trainer = trainer_class(
@@ -175,7 +176,7 @@ def run_trainer(trainer_class, case: TrainerCase, output_dir: str, world_size: i
 
 def _reference(case: TrainerCase, records: Sequence[TrainerRecord], dtype: torch.dtype, reverse: bool, device: str):
     """The oracle over every rank's rows: step k is window k of all ranks; then its evaluation loss."""
-    model = build_tiny_model(case.model_seed, DTYPES[case.dtype]).to(device, dtype)
+    model = tiny_model(case.model_seed, DTYPES[case.dtype]).to(device, dtype)
     eos = model.config.eos_token_id
     steps = []
     for k in range(len(records[0].train_draws)):

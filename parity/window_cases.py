@@ -12,7 +12,8 @@ from dataclasses import dataclass, field
 
 import torch
 
-from oracle.nemotron_diffusion import IGNORE_INDEX, TINY_CONFIG, build_tiny_model
+from oracle.nemotron_diffusion import IGNORE_INDEX, TINY_CONFIG
+from oracle.remote_code import oracle_model_factory
 from parity.window_run import NoiseSettings, ParityRun, run_parity
 
 VOCAB = TINY_CONFIG["vocab_size"]
@@ -99,11 +100,13 @@ SEED_SCENARIO = WindowCase(
 
 def model_builder(case: WindowCase):
     """A fresh, identically seeded model per call: the target and each oracle run start equal."""
-    return functools.partial(_tiny_model, case.model_seed, case.dtype, case.frozen_head)
+    return functools.partial(tiny_model, case.model_seed, case.dtype, case.frozen_head)
 
 
-def _tiny_model(seed: int, dtype: torch.dtype, frozen_head: bool):
-    model = build_tiny_model(seed, dtype)
+def tiny_model(seed: int, dtype: torch.dtype, frozen_head: bool = False):
+    """The seeded tiny model: the built-in oracle's, or NVIDIA's own code when a folder is named
+    (``--nemotron-remote-code`` / ``$PARITY_NEMOTRON_REMOTE_CODE``) with the same weights."""
+    model = oracle_model_factory()(seed, dtype)
     model.diffusion_head.weight.requires_grad_(not frozen_head)
     return model
 
