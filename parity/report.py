@@ -205,6 +205,7 @@ def training_scenario(targets: list[Target], options: Options, progress: Callabl
             "windows": [len(w) for w in record.train_draws],
             "logged losses": [round(s.loss.item(), 6) for s in record.steps],
             "max |param - golden| after 3 steps": max(c.error for c in final),
+            "param budget (largest, last step)": max(c.budget for c in final),
             "max |grad - golden| (any step)": max(c.error for c in comparisons if " grad " in c.name),
             "eval loss": record.eval_loss,
         }
