@@ -227,19 +227,21 @@ def training_scenario(targets: list[Target], options: Options, progress: Callabl
 
 
 def distributed_scenario(targets: list[Target], options: Options, progress: Callable[[str], None]) -> ScenarioResult:
-    """The two-rank cases, each rank a real process (Gloo on CPU)."""
+    """The two-rank cases, each rank a real process (Gloo on CPU, NCCL on two GPUs)."""
     from parity.distributed import launch
 
     result = ScenarioResult(
         "distributed",
-        "two ranks over Gloo: unequal counts, one rank empty, all empty, rank-local normalisation",
+        f"two ranks over {'NCCL' if options.device == 'cuda' else 'Gloo'}: unequal counts, one rank empty, "
+        "all empty, rank-local normalisation",
         "per tensor on every rank (SPEC §6); cell = worst error/budget",
     )
     for target in targets:
         progress(f"distributed: {target.name} (two processes)")
         with tempfile.TemporaryDirectory(prefix="parity-report-ddp-") as workdir:
             path = f"{workdir}/verdicts.json"
-            launch("parity.ddp_cases", ["--target", target.name, "--json", path], 2, timeout_s=600)
+            arguments = ["--target", target.name, "--device", options.device, "--json", path]
+            launch("parity.ddp_cases", arguments, 2, timeout_s=600)
             with open(path) as handle:
                 cases = json.load(handle)["cases"]
         figures = {name: f"{'holds' if v['holds'] else 'FAILS'} ({v['worst_ratio']:.3g})" for name, v in cases.items()}
