@@ -14,7 +14,6 @@ from collections.abc import Callable
 from dataclasses import asdict, dataclass, field, replace
 from typing import Any
 
-import numpy as np
 import torch
 
 from parity.targets import Target
@@ -94,6 +93,7 @@ def dataset_scenario(targets: list[Target], options: Options, progress: Callable
     from impl.gpt_dataset import GPTDatasetConfig
     from impl.mock_data import mock_documents
     from oracle.gpt_dataset import OracleGPTDataset
+    from parity.dataset_compare import last_sample_position, sample_difference
 
     documents = mock_documents(num_documents=8, vocab_size=64, eod_id=0, seed=options.seed, max_length=120)
     config = GPTDatasetConfig(
@@ -111,26 +111,21 @@ def dataset_scenario(targets: list[Target], options: Options, progress: Callable
         fresh, resumed = factory(documents, config), factory(documents, config)
         if oracle is None:
             oracle = OracleGPTDataset(documents, config, fresh.document_index, fresh.shuffle_index)
-        padded_first = int(np.flatnonzero(np.asarray(resumed.shuffle_index) == len(resumed) - 1)[0])
-        resumed[padded_first]
-        differing, wrongly_masked, first, disagreements = 0, 0, None, 0
-        for k in range(len(fresh)):
-            expected, got_fresh, got_resumed = oracle[k], fresh[k], resumed[k]
-            mismatch = (got_resumed["loss_mask"] != expected["loss_mask"]).sum().item()
-            whole = any(not torch.equal(got_resumed[key], expected[key]) for key in expected) or set(got_resumed) != set(expected)
-            if whole:
-                differing += 1
-                first = k if first is None else first
-            wrongly_masked += mismatch
-            disagreements += any(not torch.equal(got_fresh[key], got_resumed[key]) for key in got_fresh)
+        resumed[last_sample_position(resumed)]  # the resumed run starts on the padded sample
+        # Each index served once per run, as a consumer would see it.
+        seen_fresh, seen_resumed = [fresh[k] for k in range(len(fresh))], [resumed[k] for k in range(len(fresh))]
+        expected = [oracle[k] for k in range(len(fresh))]
+        differing = [k for k, sample in enumerate(seen_resumed) if sample_difference(sample, expected[k]) is not None]
+        wrongly_masked = sum(int((s["loss_mask"] != e["loss_mask"]).sum()) for s, e in zip(seen_resumed, expected, strict=True))
+        disagreements = sum(sample_difference(r, f) is not None for r, f in zip(seen_resumed, seen_fresh, strict=True))
         figures = {
             "samples": len(fresh),
-            "samples differing from the oracle": differing,
+            "samples differing from the oracle": len(differing),
             "loss-mask positions wrong": wrongly_masked,
-            "first differing index": first,
+            "first differing index": differing[0] if differing else None,
             "fresh vs resumed disagree on": disagreements,
         }
-        result.columns.append(Column(target.name, target.expect, differing == 0 and disagreements == 0, figures))
+        result.columns.append(Column(target.name, target.expect, not differing and not disagreements, figures))
     result.columns.append(oracle_column({"samples": len(oracle), "samples differing from the oracle": 0}))
     return result
 

@@ -19,7 +19,7 @@ from oracle.gpt_dataset import (
     expected_sample_count,
     extra_tokens,
 )
-from parity.dataset_compare import assert_samples_equal
+from parity.dataset_compare import assert_samples_equal, last_sample_position
 from tests.dataset.strategies import DatasetCase, tokens_per_epoch
 
 
@@ -34,7 +34,7 @@ def serve_plan(dataset, case: DatasetCase) -> list[int | None]:
     """The drawn order (which fills the cache), then every position once."""
     first = []
     if case.last_sample_first:
-        first = [int(np.flatnonzero(np.asarray(dataset.shuffle_index) == len(dataset) - 1)[0])]
+        first = [last_sample_position(dataset)]
     return first + list(case.serve_order) + list(range(len(dataset)))
 
 
