@@ -15,7 +15,8 @@ import torch
 from transformers import PrinterCallback, TrainerCallback, TrainingArguments
 
 from oracle.nemotron_diffusion import IGNORE_INDEX, TINY_CONFIG
-from oracle.window_reference import Draw, StepResult, single_batch_loss, sgd_step
+from impl.trainer import RealizedDraw
+from oracle.window_reference import StepResult, single_batch_loss, sgd_step
 from parity.compare import Comparison, compare_tensor
 from parity.window_cases import tiny_model
 from parity.window_run import compare_steps
@@ -111,9 +112,9 @@ class TrainerRecord:
     """What one rank's run produced."""
 
     steps: list[StepResult]
-    train_draws: list[list[Draw]]
+    train_draws: list[list[RealizedDraw]]  # what the oracle replays: same fields as oracle's Draw
     eval_loss: float | None
-    eval_draws: list[Draw] = field(default_factory=list)
+    eval_draws: list[RealizedDraw] = field(default_factory=list)
 
 
 def training_arguments(case: TrainerCase, output_dir: str, distributed: bool = False) -> TrainingArguments:
@@ -170,8 +171,7 @@ def run_trainer(trainer_class, case: TrainerCase, output_dir: str, world_size: i
         StepResult(torch.tensor(loss, dtype=torch.float32), grads, params)
         for loss, grads, params in zip(losses, recorder.grads, recorder.params, strict=True)
     ]
-    as_draws = lambda window: [Draw(d.batch, d.masked_indices, d.p_mask) for d in window]  # noqa: E731
-    return TrainerRecord(steps, [as_draws(w) for w in trainer.train_draws], eval_loss, as_draws(trainer.eval_draws))
+    return TrainerRecord(steps, trainer.train_draws, eval_loss, trainer.eval_draws)
 
 
 def _reference(case: TrainerCase, records: Sequence[TrainerRecord], dtype: torch.dtype, reverse: bool, device: str):

@@ -13,10 +13,21 @@ from hypothesis import target as hypothesis_target
 from hypothesis.control import currently_in_test_context
 
 from parity.compare import assert_within_budget
-from parity.window_cases import SEED_SCENARIO, WindowCase, parity_run
+from oracle.nemotron_diffusion import TINY_CONFIG
+from parity.window_cases import MASK_TOKEN_ID, SEED_SCENARIO, VOCAB, WindowCase, parity_run
 from parity.window_run import ParityRun
 
-__all__ = ["SEED_SCENARIO", "check_window_parity", "check_regrouping", "check_empty_window_is_a_finite_zero"]
+__all__ = ["SEED_SCENARIO", "check_window_parity", "check_regrouping", "check_empty_window_is_a_finite_zero", "noise"]
+
+EOS = TINY_CONFIG["eos_token_id"]
+
+
+def noise(diffusion_loss, window, **overrides):
+    """``prepare_window`` with the tiny model's ids and the published ``eps``, unless overridden."""
+    arguments = dict(
+        mask_token_id=MASK_TOKEN_ID, eos_token_id=EOS, eps=1e-3, generator=torch.Generator(), vocab_size=VOCAB
+    )
+    return diffusion_loss.prepare_window(window, **{**arguments, **overrides})
 
 
 def hold_to_budget(run: ParityRun) -> None:

@@ -7,16 +7,10 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from oracle.nemotron_diffusion import IGNORE_INDEX, build_tiny_model, eos_padding_rule, forward_process
-from parity.compare import assert_within_budget, compare_tensor
+from parity.compare import assert_within_budget, compare_states, compare_tensor
+from tests.diffusion.properties import EOS, noise
 from tests.diffusion.strategies import MASK_TOKEN_ID, window_cases
 
-EOS = 11
-
-
-def _prepare(diffusion_loss, window, eps, generator, eos=EOS):
-    return diffusion_loss.prepare_window(
-        window, mask_token_id=MASK_TOKEN_ID, eos_token_id=eos, eps=eps, generator=generator
-    )
 
 
 @given(case=window_cases(), eos=st.sampled_from([EOS, None]))
@@ -25,7 +19,8 @@ def test_draws_and_padding_match_the_oracle(diffusion_loss, case, eos):
     target_generator = torch.Generator().manual_seed(case.noise_seed)
     oracle_generator = torch.Generator().manual_seed(case.noise_seed)
     for window in case.windows:
-        for batch, out in zip(window, _prepare(diffusion_loss, window, case.eps, target_generator, eos), strict=True):
+        noised = noise(diffusion_loss, window, eps=case.eps, generator=target_generator, eos_token_id=eos)
+        for batch, out in zip(window, noised, strict=True):
             ids, targets, maskable, run_mask = eos_padding_rule(
                 batch["input_ids"], batch.get("attention_mask"), batch.get("labels"), eos
             )
@@ -45,7 +40,7 @@ def test_masked_fraction_follows_p(diffusion_loss, seed, eps):
     """Per row, ``p`` is constant in ``[eps, 1]`` and the masked count is Binomial(length, p) (6 sigma)."""
     length = 4096
     window = [{"input_ids": torch.randint(0, MASK_TOKEN_ID, (4, length), generator=torch.Generator().manual_seed(seed))}]
-    (out,) = _prepare(diffusion_loss, window, eps, torch.Generator().manual_seed(seed))
+    (out,) = noise(diffusion_loss, window, eps=eps, generator=torch.Generator().manual_seed(seed))
     p = out["p_mask"][:, 0]
     assert torch.equal(out["p_mask"], p[:, None].expand_as(out["p_mask"])), "p must be one value per row"
     assert ((p >= torch.tensor(eps, dtype=p.dtype)) & (p <= 1)).all(), "p = (1 - eps) t + eps lies in [eps, 1]"
@@ -60,21 +55,21 @@ def test_eos_rule_reads_like_its_manual(diffusion_loss):
     attention = torch.tensor([[1, 1, 1, 0, 0], [1, 1, 1, 1, 0]])
     labels = torch.tensor([[IGNORE_INDEX, 6, 7, IGNORE_INDEX, IGNORE_INDEX], [IGNORE_INDEX] * 5])
     window = [{"input_ids": ids, "attention_mask": attention, "labels": labels}]
-    (out,) = _prepare(diffusion_loss, window, 1.0, torch.Generator().manual_seed(0))  # eps 1: mask all maskable
+    (out,) = noise(diffusion_loss, window, eps=1.0, generator=torch.Generator().manual_seed(0))  # eps 1: mask all maskable
     assert out["attention_mask"] is None
     assert out["input_ids"].tolist() == [[5, 6, 7, EOS, EOS], [5, 6, 7, 8, EOS]]
     assert out["masked_indices"].tolist() == [[False, True, True, True, True], [False] * 5]
     assert out["labels"][0].tolist() == [IGNORE_INDEX, 6, 7, EOS, EOS]
 
-    (unlabelled,) = _prepare(diffusion_loss, [{"input_ids": ids, "attention_mask": attention}], 1.0, torch.Generator())
+    (unlabelled,) = noise(diffusion_loss, [{"input_ids": ids, "attention_mask": attention}], eps=1.0)
     assert unlabelled["masked_indices"].tolist() == attention.bool().tolist(), "without labels padding is never masked"
 
 
 def test_single_batch_loss_weights_by_inverse_p(diffusion_loss):
-    """A direct call without a window count: ``sum CE / p`` over the microbatch's own count."""
+    """A direct call without a window count: ``sum CE / p`` over the microbatch's own count, and its gradients."""
     model = build_tiny_model(0, torch.float64)
     ids = torch.randint(0, MASK_TOKEN_ID, (3, 9), generator=torch.Generator().manual_seed(1))
-    (noised,) = _prepare(diffusion_loss, [{"input_ids": ids}], 0.3, torch.Generator().manual_seed(2))
+    (noised,) = noise(diffusion_loss, [{"input_ids": ids}], eps=0.3, generator=torch.Generator().manual_seed(2))
     loss = diffusion_loss.microbatch_loss(model, noised)
 
     masked = noised["masked_indices"]
@@ -82,4 +77,10 @@ def test_single_batch_loss_weights_by_inverse_p(diffusion_loss):
     log_probs = logits.log_softmax(-1).gather(-1, ids[..., None])[..., 0]
     expected = (-log_probs[masked] / noised["p_mask"][masked]).sum() / masked.sum()
     assert masked.any()
-    assert_within_budget([compare_tensor("single-batch loss", loss, [expected], expected)])
+    names, parameters = zip(*model.named_parameters(), strict=True)
+    grads = dict(zip(names, torch.autograd.grad(loss, parameters, retain_graph=True), strict=True))
+    expected_grads = dict(zip(names, torch.autograd.grad(expected, parameters), strict=True))
+    assert_within_budget(
+        [compare_tensor("single-batch loss", loss, [expected], expected)]
+        + compare_states(grads, [expected_grads], expected_grads)
+    )

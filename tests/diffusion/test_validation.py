@@ -5,50 +5,44 @@ from __future__ import annotations
 import pytest
 import torch
 
-from tests.diffusion.strategies import MASK_TOKEN_ID, VOCAB
+from tests.diffusion.properties import noise
+from tests.diffusion.strategies import VOCAB
 
 IDS = torch.zeros(2, 5, dtype=torch.long)
-
-
-def _prepare(diffusion_loss, window, **overrides):
-    arguments = dict(
-        mask_token_id=MASK_TOKEN_ID, eos_token_id=11, eps=1e-3, generator=torch.Generator(), vocab_size=VOCAB
-    )
-    return diffusion_loss.prepare_window(window, **{**arguments, **overrides})
 
 
 @pytest.mark.parametrize("mask_token_id", [-1, VOCAB, VOCAB + 5])
 def test_mask_token_outside_the_vocabulary(diffusion_loss, mask_token_id):
     with pytest.raises(ValueError, match=r"mask_token_id must lie in \[0, 97\)"):
-        _prepare(diffusion_loss, [{"input_ids": IDS}], mask_token_id=mask_token_id)
+        noise(diffusion_loss, [{"input_ids": IDS}], mask_token_id=mask_token_id)
 
 
 @pytest.mark.parametrize("eps", [0.0, -0.1, 1.5, float("nan")])
 def test_eps_outside_the_unit_interval(diffusion_loss, eps):
     with pytest.raises(ValueError, match=r"eps must lie in \(0, 1\]"):
-        _prepare(diffusion_loss, [{"input_ids": IDS}], eps=eps)
+        noise(diffusion_loss, [{"input_ids": IDS}], eps=eps)
 
 
 @pytest.mark.parametrize("key", ["labels", "attention_mask"])
 def test_mismatched_shapes(diffusion_loss, key):
     with pytest.raises(ValueError, match=rf"window\[0\]\['{key}'\] has shape \(2, 4\).*input_ids has shape \(2, 5\)"):
-        _prepare(diffusion_loss, [{"input_ids": IDS, key: torch.zeros(2, 4, dtype=torch.long)}])
+        noise(diffusion_loss, [{"input_ids": IDS, key: torch.zeros(2, 4, dtype=torch.long)}])
 
 
 def test_ids_must_be_a_matrix(diffusion_loss):
     with pytest.raises(ValueError, match=r"window\[0\]\['input_ids'\] must be a 2-D tensor"):
-        _prepare(diffusion_loss, [{"input_ids": torch.zeros(5, dtype=torch.long)}])
+        noise(diffusion_loss, [{"input_ids": torch.zeros(5, dtype=torch.long)}])
 
 
 def test_empty_window(diffusion_loss):
     with pytest.raises(ValueError, match="at least one microbatch"):
-        _prepare(diffusion_loss, [])
+        noise(diffusion_loss, [])
     with pytest.raises(ValueError, match="at least one microbatch"):
         diffusion_loss.window_count([])
 
 
 def test_nothing_supervised_is_not_an_error(diffusion_loss):
     """A batch with no supervised token is valid input: it yields the finite zero."""
-    (noised,) = _prepare(diffusion_loss, [{"input_ids": IDS, "labels": torch.full_like(IDS, -100)}])
+    (noised,) = noise(diffusion_loss, [{"input_ids": IDS, "labels": torch.full_like(IDS, -100)}])
     assert not noised["masked_indices"].any()
     assert int(diffusion_loss.window_count([noised]).num_items) == 0
