@@ -1,0 +1,145 @@
+"""The harness as a pytest plugin: the ``--target`` option, profiles, markers and target fixtures.
+
+Installed as the ``parity`` plugin (a ``pytest11`` entry point), so the property suite runs against
+an installed target from any repository, without a clone of this one::
+
+    pytest --pyargs parity.suite --target my-dataset        # or: pytest -p parity ... when autoload is off
+
+The plugin stays inert in projects that merely have the package installed: it registers its options,
+markers and fixtures (all harmless), but it loads a Hypothesis profile and limits torch's threads
+only for a *parity session*, i.e. when ``--target`` is given or the project's ini sets
+``parity_suite = true`` (this repository does). See docs/design.md, "Test-suite practice".
+"""
+
+from __future__ import annotations
+
+import os
+
+import pytest
+from hypothesis import HealthCheck, Phase, settings
+
+# A rank or worker that spins waiting for an idle OpenMP team burns the CPU a busy CI runner has
+# already lost; passive waiting makes the suite's time grow with the CPU it loses, not several-fold.
+# Must be set before torch (libgomp) is loaded, hence at plugin import.
+os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
+
+#: Model-sized examples are slow and their timing is noisy on shared cores: no deadline anywhere.
+_COMMON = dict(deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
+#: ``hypothesis.target()`` optimisation runs past ``max_examples``; only the nightly profile may spend that.
+_BOUNDED_PHASES = (Phase.explicit, Phase.reuse, Phase.generate, Phase.shrink)
+
+PROFILES = {
+    # Few examples, local example database: a quick loop while editing.
+    "dev": settings(max_examples=25, phases=_BOUNDED_PHASES, **_COMMON),
+    # Builds on Hypothesis's own ``ci`` profile (derandomized, no database, print_blob); Hypothesis
+    # selects that name by itself when ``CI`` is set. A hard, known example count: no target phase.
+    "ci": settings(settings.get_profile("ci"), max_examples=25, phases=_BOUNDED_PHASES, **_COMMON),
+    # Heavy exploration, ``target()`` on the worst error/budget ratio, database kept.
+    "nightly": settings(max_examples=1000, **_COMMON),
+}
+for _name, _profile in PROFILES.items():
+    settings.register_profile(_name, _profile)
+
+MARKERS = {
+    "cuda": "needs a CUDA device (skips cleanly without one)",
+    "distributed": "launches real torch.distributed process groups",
+    "slow": "heavier cases; still in the default run unless deselected with -m 'not slow'",
+}
+
+
+def default_profile() -> str:
+    """``$HYPOTHESIS_PROFILE``, else ``ci`` when ``CI`` is set, else ``dev``."""
+    return os.environ.get("HYPOTHESIS_PROFILE", "ci" if os.environ.get("CI") else "dev")
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    group = parser.getgroup("parity", "parity harness")
+    group.addoption(
+        "--target",
+        default=None,
+        metavar="NAME",
+        help="implementation the properties run against (default: impl); see `python -m parity targets`",
+    )
+    group.addoption(
+        "--nemotron-remote-code",
+        default=None,
+        metavar="PATH",
+        help="local folder with NVIDIA's config.json and remote code: the built-in diffusion oracle is "
+        "checked against it bit for bit (default: $PARITY_NEMOTRON_REMOTE_CODE; never a Hub id)",
+    )
+    parser.addini("parity_suite", type="bool", default=False, help="this project runs the parity property suite")
+
+
+def is_parity_session(config: pytest.Config) -> bool:
+    return config.getoption("--target") is not None or bool(config.getini("parity_suite"))
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_configure(config: pytest.Config) -> None:
+    for name, description in MARKERS.items():
+        config.addinivalue_line("markers", f"{name}: {description}")
+    config.parity_target = None
+    if not is_parity_session(config):
+        return
+    # Before Hypothesis's own plugin, which loads ``--hypothesis-profile`` when one is given.
+    if config.getoption("hypothesis_profile", default=None) is None:
+        settings.load_profile(default_profile())
+
+    from parity.targets import UnknownTargetError, get_target
+
+    try:
+        config.parity_target = get_target(config.getoption("--target") or "impl")
+    except UnknownTargetError as error:
+        raise pytest.UsageError(str(error)) from None
+    remote_code = config.getoption("--nemotron-remote-code")
+    if remote_code:  # through the environment, so that DDP worker processes build the same model
+        from oracle.remote_code import REMOTE_CODE_ENV
+
+        os.environ[REMOTE_CODE_ENV] = remote_code
+    limit_torch_threads()
+
+
+def limit_torch_threads() -> None:
+    """Share the cores between xdist workers instead of letting each one oversubscribe all of them."""
+    import torch
+
+    workers = int(os.environ.get("PYTEST_XDIST_WORKER_COUNT", "1"))
+    torch.set_num_threads(max(1, (os.cpu_count() or 1) // workers))
+
+
+def pytest_report_header(config: pytest.Config) -> str | None:
+    target = getattr(config, "parity_target", None)
+    if target is None:
+        return None
+    return f"parity target: {target.name} ({target.description}); expected to {target.expect}"
+
+
+# --- fixtures: each property receives the selected target's interface, or is skipped cleanly ----
+
+
+@pytest.fixture(scope="session")
+def target(pytestconfig: pytest.Config):
+    if pytestconfig.parity_target is None:
+        pytest.skip("not a parity session: pass --target NAME (or set parity_suite = true in the ini)")
+    return pytestconfig.parity_target
+
+
+def _interface(target, interface: str):
+    if not target.provides(interface):
+        pytest.skip(f"target {target.name!r} has no {interface} interface")
+    return target.load(interface)
+
+
+@pytest.fixture(scope="session")
+def dataset_factory(target):
+    return _interface(target, "dataset")
+
+
+@pytest.fixture(scope="session")
+def diffusion_loss(target):
+    return _interface(target, "loss")
+
+
+@pytest.fixture(scope="session")
+def trainer_class(target):
+    return _interface(target, "trainer")
