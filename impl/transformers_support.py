@@ -35,6 +35,6 @@ def check_transformers_version(installed: str = transformers.__version__) -> Non
     if Version(installed) not in requirement.specifier:
         raise ImportError(
             f"transformers {installed} is installed, but the parity harness's Trainer integration supports "
-            f"transformers{requirement.specifier} (the gradient-accumulation contract of SPEC §5.4); "
+            f"transformers{requirement.specifier} (the Trainer's gradient-accumulation contract, docs/trainer.md); "
             f"install a supported release, e.g. pip install 'transformers{requirement.specifier}'"
         )

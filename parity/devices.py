@@ -1,4 +1,4 @@
-"""The device matrix: the CPU always, CUDA when present, with the determinism settings of SPEC §6."""
+"""The device matrix: the CPU always, CUDA when present, with the determinism settings of docs/budget.md."""
 
 from __future__ import annotations
 

@@ -1,8 +1,8 @@
 """The side-by-side verdict of ``python -m parity``: known bugs, impl and the oracle, per scenario.
 
-Each scenario reproduces the way an upstream pull request argued its fix (SPEC §5.5): the same
+Each scenario reproduces the way an upstream pull request argued its fix: the same
 case run by every target that provides the scenario's interface, the oracle's own figures beside
-them, and one verdict per column: within the budget of SPEC §6 or not, and whether that is what the
+them, and one verdict per column: within the budget of docs/budget.md or not, and whether that is what the
 target is expected to show (``impl`` holds, a known bug is caught).
 """
 
@@ -154,7 +154,7 @@ def window_scenario(targets: list[Target], options: Options, progress: Callable[
     result = ScenarioResult(
         "diffusion-window",
         "micro-batch 1, accumulation 2, two equal-length answers; one SGD step",
-        "per tensor: 2 x the oracle's own error in the working dtype + 4 eps x magnitude (SPEC §6)",
+        "per tensor: 2 x the oracle's own error in the working dtype + 4 eps x magnitude (docs/budget.md)",
     )
     run = None
     for target in targets:
@@ -188,7 +188,7 @@ def training_scenario(targets: list[Target], options: Options, progress: Callabl
     result = ScenarioResult(
         "training-run",
         "Trainer.train(): windows 2, 2, 1; three SGD updates; then evaluate()",
-        "per tensor, every step (SPEC §6); logged losses in float32, the Trainer's accumulator",
+        "per tensor, every step (docs/budget.md); logged losses in float32, the Trainer's accumulator",
     )
     for target in targets:
         progress(f"training-run: {target.name}")
@@ -229,7 +229,7 @@ def distributed_scenario(targets: list[Target], options: Options, progress: Call
         "distributed",
         f"two ranks over {'NCCL' if options.device == 'cuda' else 'Gloo'}: unequal counts, one rank empty, "
         "all empty, rank-local normalisation",
-        "per tensor on every rank (SPEC §6); cell = worst error/budget",
+        "per tensor on every rank (docs/budget.md); cell = worst error/budget",
     )
     for target in targets:
         progress(f"distributed: {target.name} (two processes)")

@@ -1,4 +1,4 @@
-"""The registry of targets: the implementations the properties run against (SPEC §3).
+"""The registry of targets: the implementations the properties run against (docs/design.md, Targets and interfaces).
 
 A target bundles up to three interfaces, each named by an import path and loaded only when a
 property asks for it, so ``--target known-bug:local-mean`` never imports the dataset code and
@@ -28,7 +28,7 @@ Interface = Literal["dataset", "loss", "trainer"]
 
 @runtime_checkable
 class GPTDatasetLike(Protocol):
-    """What a dataset target returns (SPEC §3): indexable samples plus its two index arrays."""
+    """What a dataset target returns: indexable samples plus its two index arrays."""
 
     document_index: np.ndarray
     shuffle_index: np.ndarray
@@ -39,13 +39,13 @@ class GPTDatasetLike(Protocol):
 
 
 class DatasetFactory(Protocol):
-    """``(documents, spec) -> dataset``: one 1-D int64 array per document, the config of SPEC §4.1."""
+    """``(documents, spec) -> dataset``: one 1-D int64 array per document, the config of docs/dataset.md."""
 
     def __call__(self, documents: Sequence[np.ndarray], spec: Any) -> GPTDatasetLike: ...
 
 
 class DiffusionLoss(Protocol):
-    """The windowed masked-diffusion loss of SPEC §5.2-5.3, split the way a trainer calls it.
+    """The windowed masked-diffusion loss of docs/trainer.md, split the way a trainer calls it.
 
     Batches are Hugging Face style dicts. A raw microbatch has ``input_ids`` and optionally
     ``attention_mask`` and ``labels`` (-100 = not supervised). A noised microbatch carries what the
@@ -53,7 +53,7 @@ class DiffusionLoss(Protocol):
     ``p_mask`` and the ``attention_mask`` to run with (None when padding is attended).
     """
 
-    #: What ``transformers.Trainer.loss_is_scaled_for_ga`` must be for this loss (SPEC §5.4).
+    #: What ``transformers.Trainer.loss_is_scaled_for_ga`` must be for this loss (docs/trainer.md).
     loss_is_scaled_for_ga: bool
 
     def prepare_window(

@@ -1,4 +1,4 @@
-"""The oracle must not share code with what it judges (SPEC §2): no import of ``impl`` or ``parity``.
+"""The oracle must not share code with what it judges (docs/design.md, Layout): no import of ``impl`` or ``parity``.
 
 Checked twice: statically, over every import statement in ``oracle/`` (top-level or nested, absolute
 or relative), and dynamically, by importing every oracle module in a fresh interpreter and looking
