@@ -1,9 +1,10 @@
 """``python -m parity``: the one-command verdict before a pull request.
 
-    python -m parity                 every scenario, CPU, float32
-    python -m parity --ddp           ... plus the two-rank cases
-    python -m parity bench           how fast the suite finds each known bug
+    python -m parity [report]        every scenario, CPU, float32 (the default command)
+    python -m parity report --ddp    ... plus the two-rank cases
+    python -m parity bench           how fast the suite finds each known bug, and what it costs
     python -m parity targets         the registered targets
+    python -m parity ddp             the two-rank training cases of one target, as real processes
 
 Exit status: 0 when every impl column holds and every known bug is caught, 1 otherwise, 2 for a
 usage error.
@@ -18,17 +19,17 @@ from parity.devices import DEVICES, resolve_device
 from parity.targets import UnknownTargetError, all_targets, get_target
 
 DTYPES = ("float32", "float64")
-COMMANDS = ("report", "bench", "targets")
 
 
 def _progress(message: str) -> None:
     print(f"[parity] {message} ...", file=sys.stderr, flush=True)
 
 
-def report_parser() -> argparse.ArgumentParser:
+def report_parser(parser: argparse.ArgumentParser | None = None) -> argparse.ArgumentParser:
+    """The report's options, on ``parser`` (the ``report`` subcommand) or a parser of their own."""
     from parity.report import SCENARIOS
 
-    parser = argparse.ArgumentParser(prog="python -m parity", description=__doc__.splitlines()[0])
+    parser = parser or argparse.ArgumentParser(prog="python -m parity report", description=REPORT_HELP)
     parser.add_argument("--device", default="cpu", choices=[*DEVICES, "auto"], help="default: cpu")
     parser.add_argument("--dtype", default="float32", choices=DTYPES, help="working dtype (default: float32)")
     parser.add_argument("--seed", type=int, default=0, help="model and data seed of the scenarios (default: 0)")
@@ -42,11 +43,9 @@ def report_parser() -> argparse.ArgumentParser:
     return parser
 
 
-def report(argv: list[str]) -> int:
+def report(parser: argparse.ArgumentParser, args: argparse.Namespace) -> int:
     from parity.report import Options, as_json, format_table, run_report
 
-    parser = report_parser()
-    args = parser.parse_args(argv)
     try:
         device = resolve_device(args.device)
         extra = [get_target(name) for name in args.target]
@@ -69,25 +68,76 @@ def report(argv: list[str]) -> int:
     return 0 if as_expected else 1
 
 
-def targets(argv: list[str]) -> int:
-    argparse.ArgumentParser(prog="python -m parity targets", description="list the registered targets").parse_args(argv)
+def targets(parser: argparse.ArgumentParser, args: argparse.Namespace) -> int:
     for target in all_targets().values():
         interfaces = ", ".join(i for i in ("dataset", "loss", "trainer") if target.provides(i))
         print(f"{target.name:28} expected to {target.expect:4}  [{interfaces}]  {target.description}")
     return 0
 
 
-def bench(argv: list[str]) -> int:
+def bench(parser: argparse.ArgumentParser, args: argparse.Namespace) -> int:
     from parity.bench import bench_main
 
-    return bench_main(argv)
+    return bench_main(parser, args)
+
+
+def ddp(parser: argparse.ArgumentParser, args: argparse.Namespace) -> int:
+    """Launch the two-rank cases as real processes and print rank 0's verdicts."""
+    from parity.distributed import RankFailed, launch
+
+    try:
+        device = resolve_device(args.device)
+        get_target(args.target).load("trainer")
+    except (ValueError, UnknownTargetError, LookupError) as error:
+        parser.error(str(error))
+    arguments = ["--target", args.target, "--device", device, "--strict"]
+    if args.json:
+        arguments += ["--json", args.json]
+    try:
+        outputs = launch("parity.ddp_cases", arguments, args.world_size, timeout_s=args.timeout)
+    except RankFailed as error:
+        print(f"{parser.prog}: {error}", file=sys.stderr)
+        return 1
+    print(outputs[0], end="")
+    return 0
+
+
+REPORT_HELP = "side-by-side verdict: known bugs, impl (and any --target) and the oracle, per scenario"
+COMMANDS = {
+    "report": (report, REPORT_HELP),
+    "bench": (bench, "how fast the property suite finds each known bug, and what it costs"),
+    "targets": (targets, "list the registered targets and their interfaces"),
+    "ddp": (ddp, "the two-rank training cases of one target, each rank a real process"),
+}
+
+
+def cli_parser() -> argparse.ArgumentParser:
+    """One parser; ``--help`` lists the subcommands, ``python -m parity CMD --help`` their options."""
+    from parity.bench import add_bench_arguments
+
+    parser = argparse.ArgumentParser(prog="python -m parity", description="the one-command parity verdict before a pull request",
+                                     epilog="without a command, `report` runs")
+    commands = parser.add_subparsers(dest="command", metavar="{" + ",".join(COMMANDS) + "}")
+    for name, (run, help_text) in COMMANDS.items():
+        sub = commands.add_parser(name, help=help_text, description=help_text, prog=f"python -m parity {name}")
+        sub.set_defaults(run=run, parser=sub)
+    report_parser(commands.choices["report"])
+    add_bench_arguments(commands.choices["bench"])
+    ddp_parser = commands.choices["ddp"]
+    ddp_parser.add_argument("--target", default="impl", metavar="NAME", help="target whose trainer runs (default: impl)")
+    ddp_parser.add_argument("--device", default="cpu", choices=[*DEVICES, "auto"], help="Gloo on cpu, NCCL on cuda")
+    ddp_parser.add_argument("--world-size", type=int, default=2, choices=[2], help="ranks (default: 2)")
+    ddp_parser.add_argument("--timeout", type=float, default=600.0, metavar="S", help="launcher timeout (default: 600)")
+    ddp_parser.add_argument("--json", metavar="PATH", help="also write rank 0's verdicts as JSON")
+    return parser
 
 
 def main(argv: list[str] | None = None) -> int:
-    argv = sys.argv[1:] if argv is None else argv
-    if argv and argv[0] in COMMANDS:
-        return {"report": report, "bench": bench, "targets": targets}[argv[0]](argv[1:])
-    return report(argv)
+    argv = sys.argv[1:] if argv is None else list(argv)
+    if not argv or (argv[0] not in COMMANDS and argv[0] not in ("-h", "--help")):
+        argv = ["report", *argv]
+    args = cli_parser().parse_args(argv)
+    return args.run(args.parser, args)
 
 
 if __name__ == "__main__":

@@ -254,12 +254,13 @@ def _num(value) -> str:
     return "-" if value is None else f"{value:.3g}" if isinstance(value, float) else str(value)
 
 
-def bench_main(argv: list[str]) -> int:
-    """The ``bench`` command: 0 when every seed found every known bug, 1 otherwise."""
-    parser = argparse.ArgumentParser(prog="python -m parity bench", description=__doc__.splitlines()[0])
+def add_bench_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--seeds", type=int, default=5, help="hunts per known bug and property (default: 5)")
     parser.add_argument("--json", metavar="PATH", help="also write the results as JSON")
-    args = parser.parse_args(argv)
+
+
+def bench_main(parser: argparse.ArgumentParser, args: argparse.Namespace) -> int:
+    """The ``bench`` command: 0 when every seed found every known bug, 1 otherwise."""
     if args.seeds < 1:
         parser.error("--seeds must be at least 1")
     try:

@@ -43,7 +43,32 @@ def test_a_user_error_prints_no_traceback():
     )
     assert result.returncode == 2
     assert "Traceback" not in result.stderr
-    assert result.stderr.strip().splitlines()[-1].startswith("python -m parity: error:")
+    assert result.stderr.strip().splitlines()[-1].startswith("python -m parity report: error:")
+
+
+def test_one_help_lists_every_subcommand(capsys):
+    with pytest.raises(SystemExit) as exit_info:
+        main(["--help"])
+    assert exit_info.value.code == 0
+    listed = capsys.readouterr().out
+    for command in ("report", "bench", "targets", "ddp"):
+        assert command in listed
+
+
+@pytest.mark.parametrize(
+    ("argv", "message"),
+    [
+        (["bench", "--seeds", "0"], "python -m parity bench: error: --seeds must be at least 1"),
+        (["ddp", "--target", "known-bug:cache-alias"], "provides no trainer interface"),
+        (["ddp", "--world-size", "3"], "invalid choice: 3 (choose from 2)"),
+    ],
+)
+def test_subcommand_usage_errors_name_the_problem(capsys, argv, message):
+    assert message in usage_error(capsys, argv)
+
+
+def test_report_is_the_default_command(capsys):
+    assert main(["report", "--only", "diffusion-window"]) == main(["--only", "diffusion-window"]) == 0
 
 
 def test_targets_lists_every_registered_target(capsys):
