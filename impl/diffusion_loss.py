@@ -1,4 +1,4 @@
-"""Window-normalised masked-diffusion loss: each microbatch contributes ``S_g / N`` (SPEC §5.3).
+"""Window-normalised masked-diffusion loss: each microbatch contributes ``S_g / N`` (docs/diffusion-model.md).
 
 ``N`` counts the masked tokens actually realized in the whole accumulation window, gathered over
 the data-parallel ranks unless the user asked for rank-local normalisation. Gathering multiplies the
@@ -69,7 +69,8 @@ class WindowedDiffusionLoss:
         self, model: nn.Module, noised: Mapping[str, torch.Tensor | None], count: WindowCount | None = None
     ) -> torch.Tensor:
         """``S_g * scale / max(N, 1)``; without a window count, the microbatch's own count (evaluation)."""
-        sum_loss, num_mask_tokens = model(**noised)
+        # The published contract: a ModelOutput whose ``loss`` is ``(sum_loss, num_mask_tokens)``.
+        sum_loss, num_mask_tokens = model(**noised).loss
         if count is None:
             return sum_loss / num_mask_tokens.clamp(min=1)
         return sum_loss * count.loss_scale / count.num_items.to(sum_loss.device).clamp(min=1)

@@ -1,6 +1,6 @@
 """Noise preparation for masked-diffusion training: the EOS-padding rule and the retained draws.
 
-Kept apart from the forward pass on purpose (SPEC §5.3): the whole accumulation window is noised
+Kept apart from the forward pass on purpose (docs/diffusion-model.md): the whole accumulation window is noised
 before any microbatch runs, so its masked-token count is known when the first loss is formed.
 """
 
@@ -39,7 +39,7 @@ def validate_window(
 def apply_eos_padding(
     batch: Mapping[str, torch.Tensor], eos_token_id: int | None
 ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor | None]:
-    """``(model_ids, targets, maskable, run_attention_mask)`` under the rule of SPEC §5.2.
+    """``(model_ids, targets, maskable, run_attention_mask)`` under the EOS rule (docs/diffusion-model.md).
 
     Maskable means supervised and attended. With an attention mask and an EOS id, padding becomes
     EOS, becomes a maskable EOS target in rows that have a response, and is attended.

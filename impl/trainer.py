@@ -33,7 +33,7 @@ class RealizedDraw:
 
 
 class WindowedDiffusionTrainer(Trainer):
-    """Trainer for a model whose forward returns ``(sum_loss, num_mask_tokens)`` (the published contract)."""
+    """Trainer for a model whose output's ``loss`` is ``(sum_loss, num_mask_tokens)`` (the published contract)."""
 
     loss_is_scaled_for_ga = True
     diffusion_loss = WINDOWED_LOSS

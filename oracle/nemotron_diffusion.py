@@ -1,18 +1,23 @@
-"""The tiny Nemotron-Labs-Diffusion model, its noising and its masking rule (SPEC §5.1-5.2).
+"""The tiny Nemotron-Labs-Diffusion model, its noising and its masking rule (docs/diffusion-model.md).
 
-The encoder is transformers' own, unmodified ``Ministral3Model`` attending bidirectionally; the
-diffusion head is an untied linear layer. ``forward`` honours the published contract: it returns
-``(sum_loss, num_mask_tokens)`` and leaves the normalisation to whoever holds the global count.
+The encoder is transformers' own, unmodified ``Ministral3Model`` run in diffusion mode (bidirectional,
+no attention mask); the diffusion head is an untied linear layer. ``forward`` keeps the published
+contract: a ``ModelOutput`` whose ``loss`` is ``(sum_loss, num_mask_tokens)``, leaving the
+normalisation to whoever holds the global count, and whose ``logits`` are the head's output.
 Written to be read, not to be fast; it imports nothing from ``impl`` or ``parity``.
 """
 
 from __future__ import annotations
+
+import copy
+from dataclasses import dataclass
 
 import torch
 import torch.nn.functional as F
 from huggingface_hub.dataclasses import strict
 from torch import nn
 from transformers import Ministral3Config, Ministral3Model, PreTrainedModel
+from transformers.utils import ModelOutput
 
 IGNORE_INDEX = -100
 
@@ -49,7 +54,11 @@ TINY_CONFIG = dict(
 
 @strict
 class NemotronLabsDiffusionConfig(Ministral3Config):
-    """``Ministral3Config`` plus the diffusion extras of the published config."""
+    """``Ministral3Config`` plus the diffusion extras of the published config.
+
+    Like the published config it has no ``is_causal``: bidirectionality belongs to the encoder's
+    diffusion mode (see ``NemotronLabsDiffusionModel``), not to the config a user writes.
+    """
 
     model_type = "nemotron_labs_diffusion"
     mask_token_id: int = 100
@@ -59,14 +68,23 @@ class NemotronLabsDiffusionConfig(Ministral3Config):
     ar_loss_weight: float = 1.0
     dp_varying_mask_ratio: bool = False
 
-    def __post_init__(self, **kwargs):
-        # Bidirectional paradigm: no causal mask in diffusion mode.
-        self.is_causal = False
-        super().__post_init__(**kwargs)
+
+@dataclass
+class NemotronLabsDiffusionOutput(ModelOutput):
+    """What the published ``forward`` returns: ``loss`` is the pair ``(sum_loss, num_mask_tokens)``
+    when labels are given (None otherwise), ``logits`` always."""
+
+    loss: tuple[torch.Tensor, torch.Tensor] | None = None
+    logits: torch.Tensor | None = None
 
 
 class NemotronLabsDiffusionModel(PreTrainedModel):
-    """Encoder plus untied diffusion head; ``forward`` returns ``(sum_loss, num_mask_tokens)``."""
+    """Encoder in diffusion mode plus an untied diffusion head, with the published ``forward``.
+
+    Diffusion mode (docs/diffusion-model.md, "Bidirectionality"): the encoder attends every position
+    from every position and never sees an attention mask, so a padding mask passed to ``forward`` is
+    accepted and changes nothing, exactly as in the published model.
+    """
 
     config_class = NemotronLabsDiffusionConfig
     base_model_prefix = "encoder"
@@ -74,38 +92,70 @@ class NemotronLabsDiffusionModel(PreTrainedModel):
 
     def __init__(self, config: NemotronLabsDiffusionConfig):
         super().__init__(config)
-        self.encoder = Ministral3Model(config)
+        if config.dlm_paradigm != "bidirectional":
+            raise ValueError(f"only the bidirectional paradigm is modelled here, got {config.dlm_paradigm!r}")
+        self.mask_token_id = config.mask_token_id
+        # The encoder's own copy of the config is the diffusion-mode one; the user's config stays as published.
+        diffusion_config = copy.deepcopy(config)
+        diffusion_config.is_causal = False
+        self.encoder = Ministral3Model(diffusion_config)
         self.diffusion_head = nn.Linear(config.hidden_size, config.vocab_size, bias=False)
         self.post_init()
 
-    def logits(self, input_ids: torch.Tensor, attention_mask: torch.Tensor | None = None) -> torch.Tensor:
-        hidden = self.encoder(input_ids=input_ids, attention_mask=attention_mask).last_hidden_state
-        return self.diffusion_head(hidden)
+    def get_input_embeddings(self) -> nn.Embedding:
+        return self.encoder.embed_tokens
+
+    def set_input_embeddings(self, value: nn.Embedding) -> None:
+        self.encoder.embed_tokens = value
+
+    def get_output_embeddings(self) -> nn.Linear:
+        return self.diffusion_head
+
+    def set_output_embeddings(self, new_embeddings: nn.Linear) -> None:
+        self.diffusion_head = new_embeddings
+
+    def forward_process(self, input_ids: torch.Tensor, eps: float = 1e-3, loss_mask: torch.Tensor | None = None):
+        """The published noising: draws from the global RNG on the input's device (no generator)."""
+        return forward_process(input_ids, self.mask_token_id, eps=eps, loss_mask=loss_mask, device=input_ids.device)
 
     def forward(
         self,
         input_ids: torch.Tensor,
+        attention_mask: torch.Tensor | None = None,
+        position_ids: torch.Tensor | None = None,
         labels: torch.Tensor | None = None,
+        eps: float = 1e-3,
         masked_indices: torch.Tensor | None = None,
         p_mask: torch.Tensor | None = None,
-        attention_mask: torch.Tensor | None = None,
-        eps: float = 1e-3,
-        generator: torch.Generator | None = None,
-    ):
-        """Clean ids in, the mask token placed here; draws the noise itself when none is given."""
-        if labels is None:
-            return self.logits(input_ids, attention_mask)
-        if masked_indices is None:
-            _, masked_indices, p_mask = forward_process(
-                input_ids, self.config.mask_token_id, eps=eps, generator=generator
-            )
-        noisy = torch.where(masked_indices, self.config.mask_token_id, input_ids)
-        logits = self.logits(noisy, attention_mask)
-        token_loss = F.cross_entropy(logits[masked_indices], labels[masked_indices], reduction="none")
-        loss = (token_loss / p_mask[masked_indices].to(token_loss.dtype)).sum()
-        if self.config.dlm_loss_weight is not None:
-            loss = loss * self.config.dlm_loss_weight
-        return loss, masked_indices.sum()
+        loss_mask: torch.Tensor | None = None,
+        **kwargs,
+    ) -> NemotronLabsDiffusionOutput:
+        """Clean ids in; with labels the ids are noised here (from ``masked_indices`` when given).
+
+        ``attention_mask`` is accepted and dropped (diffusion mode). ``loss_mask == 0`` clears
+        ``masked_indices`` in place, as the published model does. Extra keywords go to the encoder.
+        """
+        del attention_mask  # diffusion mode: no mask reaches the attention
+        noisy = input_ids
+        if labels is not None:
+            if masked_indices is not None:
+                if loss_mask is not None:
+                    masked_indices[loss_mask == 0] = False
+                noisy = torch.where(masked_indices, self.mask_token_id, input_ids)
+            else:
+                noisy, masked_indices, p_mask = self.forward_process(input_ids, eps=eps, loss_mask=loss_mask)
+        hidden = self.encoder(input_ids=noisy, position_ids=position_ids, **kwargs).last_hidden_state
+        logits = self.diffusion_head(hidden)
+        loss = None
+        if labels is not None:
+            # 1/p-weighted cross entropy on the masked positions, summed; the caller normalises.
+            token_loss = F.cross_entropy(logits[masked_indices], labels[masked_indices], reduction="none")
+            token_loss = token_loss / p_mask[masked_indices]
+            sum_loss = token_loss.sum()
+            if self.config.dlm_loss_weight is not None:
+                sum_loss = self.config.dlm_loss_weight * sum_loss
+            loss = (sum_loss, masked_indices.sum())
+        return NemotronLabsDiffusionOutput(loss=loss, logits=logits)
 
 
 def forward_process(
@@ -114,15 +164,20 @@ def forward_process(
     eps: float = 1e-3,
     loss_mask: torch.Tensor | None = None,
     generator: torch.Generator | None = None,
+    device: torch.device | str | None = None,
 ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
     """Mask each token with probability ``p = (1 - eps) t + eps``, ``t ~ U(0, 1)`` per row.
 
     Draw order is part of the contract: every row's ``t`` first, then the per-token uniforms. The
-    draws are made on the generator's device (the CPU for a default generator) so the same seed
-    gives the same masks whatever device the model runs on.
+    draws are made on the generator's device when one is given (the harness's reproducible draws),
+    else from the global RNG on ``device`` (the CPU by default; the model passes the input's device,
+    as the published model does). Returns ``(noisy_ids, masked_indices, p_mask)``.
     """
     rows, length = input_ids.shape
-    draw_device = generator.device if generator is not None else torch.device("cpu")
+    if generator is not None:
+        draw_device = generator.device
+    else:
+        draw_device = torch.device("cpu") if device is None else torch.device(device)
     t = torch.rand(rows, generator=generator, device=draw_device)
     p = (1 - eps) * t + eps
     p_mask = p[:, None].repeat(1, length)
@@ -141,7 +196,7 @@ def eos_padding_rule(
     labels: torch.Tensor | None,
     eos_token_id: int | None,
 ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor | None]:
-    """What the model sees and which positions may be masked (SPEC §5.2), one row at a time.
+    """What the model sees and which positions may be masked (docs/diffusion-model.md, "The EOS rule"), one row at a time.
 
     Returns ``(model_ids, targets, maskable, run_attention_mask)``.
     """

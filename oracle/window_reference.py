@@ -1,4 +1,4 @@
-"""The reference training step for masked diffusion: one loss over the whole window (SPEC §5.3).
+"""The reference training step for masked diffusion: one loss over the whole window (docs/diffusion-model.md).
 
 Every microbatch of every rank is run with the realized masks it was given, the summed losses are
 divided once by the window's masked-token count, and one backward pass gives the gradients:
@@ -33,13 +33,14 @@ def microbatch_sum(model: nn.Module, draw: Draw, eos_token_id: int | None) -> tu
     model_ids, targets, _, run_mask = eos_padding_rule(
         draw.batch["input_ids"], draw.batch.get("attention_mask"), draw.batch.get("labels"), eos_token_id
     )
-    sum_loss, _ = model(
+    output = model(
         input_ids=model_ids.to(device),
         labels=targets.to(device),
         masked_indices=draw.masked_indices.to(device),
         p_mask=draw.p_mask.to(device),
         attention_mask=None if run_mask is None else run_mask.to(device),
     )
+    sum_loss, _ = output.loss
     return sum_loss, int(draw.masked_indices.sum())
 
 

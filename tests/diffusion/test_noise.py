@@ -73,7 +73,7 @@ def test_single_batch_loss_weights_by_inverse_p(diffusion_loss):
     loss = diffusion_loss.microbatch_loss(model, noised)
 
     masked = noised["masked_indices"]
-    logits = model.logits(torch.where(masked, MASK_TOKEN_ID, ids))
+    logits = model(input_ids=torch.where(masked, MASK_TOKEN_ID, ids)).logits
     log_probs = logits.log_softmax(-1).gather(-1, ids[..., None])[..., 0]
     expected = (-log_probs[masked] / noised["p_mask"][masked]).sum() / masked.sum()
     assert masked.any()

@@ -40,11 +40,20 @@ class StandinConfig(Ministral3Config):
 '''
 
 STANDIN_MODELING = '''
+from dataclasses import dataclass
+
 import torch.nn.functional as F
 from torch import nn
 from transformers import Ministral3Model, PreTrainedModel
+from transformers.utils import ModelOutput
 
 from .configuration_standin import StandinConfig
+
+
+@dataclass
+class StandinOutput(ModelOutput):
+    loss: tuple | None = None
+    logits: object = None
 
 
 class StandinModel(PreTrainedModel):
@@ -66,7 +75,7 @@ class StandinModel(PreTrainedModel):
         loss = (token_loss / p_mask[masked_indices]).sum()
         if self.config.dlm_loss_weight is not None:
             loss = loss * self.config.dlm_loss_weight
-        return loss, masked_indices.sum()
+        return StandinOutput(loss=(loss, masked_indices.sum()), logits=logits)
 '''
 
 STANDIN_CONFIG_JSON = {
@@ -110,7 +119,7 @@ def assert_bitwise_agreement(remote: nn.Module, seed: int = 0, draws: int = 3) -
         results = []
         for model in (builtin, remote):
             model.zero_grad(set_to_none=True)
-            loss, count = model(input_ids=input_ids, labels=input_ids, masked_indices=masked, p_mask=p_mask)
+            loss, count = model(input_ids=input_ids, labels=input_ids, masked_indices=masked, p_mask=p_mask).loss
             loss.backward()
             results.append((loss.detach(), count))
         (builtin_loss, builtin_count), (remote_loss, remote_count) = results
