@@ -39,6 +39,8 @@ def report_parser(parser: argparse.ArgumentParser | None = None) -> argparse.Arg
     parser.add_argument("--only", action="append", choices=sorted(SCENARIOS), metavar="NAME",
                         help=f"run only this scenario (repeatable): {', '.join(SCENARIOS)}")
     parser.add_argument("--ddp", action="store_true", help="also run the two-rank distributed cases")
+    parser.add_argument("--examples", type=int, default=3, metavar="N",
+                        help="drawn examples per property in the `properties` scenario (default: 3)")
     parser.add_argument("--json", metavar="PATH", help="also write the results as JSON")
     return parser
 
@@ -53,7 +55,9 @@ def report(parser: argparse.ArgumentParser, args: argparse.Namespace) -> int:
         parser.error(str(error))
     builtin = [t for t in all_targets().values() if t.is_known_bug] + [get_target("impl")]
     targets = builtin + [t for t in extra if t not in builtin]
-    options = Options(device=device, dtype=args.dtype, seed=args.seed, ddp=args.ddp)
+    if args.examples < 0:
+        parser.error(f"--examples must be >= 0, got {args.examples}")
+    options = Options(device=device, dtype=args.dtype, seed=args.seed, ddp=args.ddp, examples=args.examples)
 
     from parity.devices import make_deterministic
 

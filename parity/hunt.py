@@ -10,7 +10,9 @@ from __future__ import annotations
 import time
 from dataclasses import asdict, dataclass
 
-from hypothesis import HealthCheck, Phase, given, settings
+from collections.abc import Sequence
+
+from hypothesis import HealthCheck, Phase, example, given, settings
 from hypothesis import seed as fix_seed
 from hypothesis import strategies as st
 
@@ -45,12 +47,14 @@ def hunt(
     max_examples: int = 200,
     seed: int | None = None,
     shrink: bool = True,
+    examples: Sequence[tuple] = (),
 ) -> Hunt:
     """Run ``check(subject, *args)`` with ``args`` drawn from ``arguments`` until it fails.
 
     Derandomized when ``seed`` is None (a fixed, repeatable hunt); a given seed varies the search,
     which is how the benchmark takes a median over several hunts. ``shrink=False`` stops at the
-    first counterexample, for callers that only need to know it is found.
+    first counterexample, for callers that only need to know it is found. ``examples`` (argument
+    tuples) run first, as ``@example``s do.
     """
     found = Hunt()
     calls = 0
@@ -78,6 +82,8 @@ def hunt(
             found.message = str(failure)
             raise
 
+    for explicit in reversed(examples):
+        run = example(explicit)(run)
     if seed is not None:
         run = fix_seed(seed)(run)
     try:

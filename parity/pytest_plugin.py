@@ -124,22 +124,31 @@ def target(pytestconfig: pytest.Config):
     return pytestconfig.parity_target
 
 
-def _interface(target, interface: str):
+def target_interface(target, interface: str):
+    """The target's interface object; the calling test is skipped when the target lacks it."""
     if not target.provides(interface):
         pytest.skip(f"target {target.name!r} has no {interface} interface")
     return target.load(interface)
 
 
+def device_params(devices):
+    """``pytest.param`` per device: CUDA carries the ``cuda`` marker and skips cleanly without a GPU."""
+    from parity.devices import cuda_available
+
+    cuda_marks = [pytest.mark.cuda, pytest.mark.skipif(not cuda_available(), reason="no CUDA device visible to torch")]
+    return [pytest.param(device, marks=cuda_marks if device == "cuda" else (), id=device) for device in devices]
+
+
 @pytest.fixture(scope="session")
 def dataset_factory(target):
-    return _interface(target, "dataset")
+    return target_interface(target, "dataset")
 
 
 @pytest.fixture(scope="session")
 def diffusion_loss(target):
-    return _interface(target, "loss")
+    return target_interface(target, "loss")
 
 
 @pytest.fixture(scope="session")
 def trainer_class(target):
-    return _interface(target, "trainer")
+    return target_interface(target, "trainer")

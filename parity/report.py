@@ -67,6 +67,8 @@ class Options:
     dtype: str = "float32"
     seed: int = 0
     ddp: bool = False
+    #: Random examples per property of the table in the ``properties`` scenario (after its explicit ones).
+    examples: int = 3
 
 
 def _fmt(value: Any) -> str:
@@ -245,6 +247,61 @@ def distributed_scenario(targets: list[Target], options: Options, progress: Call
     return result
 
 
+# --- every property of the table, on a small random budget ----------------------------------------
+
+
+def properties_scenario(targets: list[Target], options: Options, progress: Callable[[str], None]) -> ScenarioResult:
+    """The whole property suite in miniature, so a break the suite can find fails the report too.
+
+    A target expected to pass runs every property it has the interface for: the explicit examples,
+    then ``options.examples`` drawn ones. A known bug runs the properties that must catch it, until
+    one does. A cell says how many examples held, or the first line of the failure and its kind.
+    """
+    from parity.property_table import catching, properties_for
+
+    result = ScenarioResult(
+        "properties",
+        f"every property of the table: explicit examples + {options.examples} drawn (derandomized, no shrinking)",
+        "each property's own (bitwise for datasets; docs/budget.md for training maths)",
+    )
+    for target in targets:
+        table = properties_for(target)
+        if target.is_known_bug:
+            table = [prop for prop in catching(target.name) if prop.applies_to(target)] or table
+        if not table:
+            continue
+        figures, failed = {}, False
+        for prop in table:
+            if failed and target.is_known_bug:
+                figures[prop.name] = "-"
+                continue
+            progress(f"properties: {target.name} / {prop.name}")
+            figures[prop.name], failed_here = _property_cell(prop, target, options)
+            failed = failed or failed_here
+        result.columns.append(Column(target.name, target.expect, not failed, figures))
+    return result
+
+
+def _property_cell(prop, target: Target, options: Options) -> tuple[str, bool]:
+    try:
+        found = prop.hunt(
+            target.load(prop.interface),
+            max_examples=options.examples,
+            shrink=False,
+            device=options.device if options.device in prop.devices else "cpu",
+        )
+    except Exception as error:  # the target (or the harness) raised: a crash, not a counterexample
+        return f"crashed: {type(error).__name__}: {_first_line(error)}", True
+    if found.found:
+        return f"FAILS at example {found.examples_to_failure}: {_first_line(found.message)}", True
+    return "holds", False
+
+
+def _first_line(message) -> str:
+    text = str(message).strip()
+    return (text.splitlines() or [""])[0][:160]
+
+
 @dataclass(frozen=True)
 class Scenario:
     name: str
@@ -260,6 +317,7 @@ SCENARIOS = {
         Scenario("diffusion-window", "loss", window_scenario),
         Scenario("training-run", "trainer", training_scenario),
         Scenario("distributed", "trainer", distributed_scenario, needs_ddp=True),
+        Scenario("properties", "any", properties_scenario),
     )
 }
 
@@ -274,9 +332,10 @@ def run_report(
             continue
         if scenario.needs_ddp and not options.ddp and not only:
             continue
-        columns = [t for t in targets if t.provides(scenario.interface)]
-        if columns:
-            results.append(scenario.run(columns, options, progress))
+        columns = [t for t in targets if scenario.interface == "any" or t.provides(scenario.interface)]
+        result = scenario.run(columns, options, progress) if columns else None
+        if result is not None and result.columns:
+            results.append(result)
     return results
 
 

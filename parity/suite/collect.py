@@ -1,0 +1,42 @@
+"""Turn a :class:`~parity.property_table.Property` into a pytest test driven by Hypothesis.
+
+The test takes the session's target (``--target``, default ``impl``) and a device; a target that
+lacks the property's interface skips it. The drawn arguments come from the entry's strategies, its
+explicit examples run first, and a training-sized property takes a fraction of the profile's examples.
+"""
+
+from __future__ import annotations
+
+import inspect
+
+import pytest
+from hypothesis import example, given, settings
+
+from parity.devices import make_deterministic
+from parity.property_table import Property
+from parity.pytest_plugin import device_params, target_interface
+
+
+def property_test(prop: Property):
+    strategies = prop.strategies()
+
+    def test(target, device, **arguments):
+        subject = target_interface(target, prop.interface)
+        make_deterministic(device)
+        prop.run(subject, arguments, device)
+
+    keyword = inspect.Parameter.KEYWORD_ONLY
+    test.__signature__ = inspect.Signature(
+        [inspect.Parameter(name, keyword) for name in ("target", "device", *strategies)]
+    )
+    test.__name__ = test.__qualname__ = prop.test_name
+    test.__doc__ = inspect.getdoc(prop.check_function())
+    wrapped = given(**strategies)(test)
+    for explicit in reversed(prop.explicit_examples()):
+        wrapped = example(**explicit)(wrapped)
+    if prop.examples_fraction < 1:
+        wrapped = settings(max_examples=max(3, int(settings.default.max_examples * prop.examples_fraction)))(wrapped)
+    wrapped = pytest.mark.parametrize("device", device_params(prop.devices))(wrapped)
+    if prop.slow:
+        wrapped = pytest.mark.slow(wrapped)
+    return wrapped

@@ -1,0 +1,96 @@
+"""A property added as one table entry reaches pytest, the known-bug checks, bench and the report.
+
+Shown with a throwaway entry and two throwaway targets, defined here and nowhere else: nothing but
+the table is patched.
+"""
+
+from __future__ import annotations
+
+import importlib
+import sys
+
+import pytest
+from hypothesis import strategies as st
+
+import parity.property_table as table
+from parity.property_table import Property
+from parity.report import Options, properties_scenario
+from parity.targets import Target
+
+HERE = __name__
+
+
+def even_arguments():
+    return {"n": st.integers(0, 50)}
+
+
+EVEN_EXAMPLES = ({"n": 35},)
+
+
+def check_doubling_is_even(double, n):
+    """Doubling gives an even number."""
+    assert double(n) % 2 == 0, f"double({n}) = {double(n)} is odd"
+
+
+def double(n):
+    return 2 * n
+
+
+def double_wrong_on_multiples_of_five(n):
+    return 2 * n + (n % 5 == 0)
+
+
+THROWAWAY = Property(
+    name="harness/throwaway-doubling-is-even",
+    interface="dataset",
+    check=f"{HERE}:check_doubling_is_even",
+    arguments=f"{HERE}:even_arguments",
+    examples=f"{HERE}:EVEN_EXAMPLES",
+    catches=("throwaway:bug",),
+    hunted=True,
+)
+GOOD = Target(name="throwaway:good", description="doubles", expect="pass", dataset=f"{HERE}:double")
+BUG = Target(name="throwaway:bug", description="odd on multiples of five", expect="fail",
+             dataset=f"{HERE}:double_wrong_on_multiples_of_five")
+
+
+@pytest.fixture
+def with_throwaway(monkeypatch):
+    monkeypatch.setattr(table, "PROPERTIES", (*table.PROPERTIES, THROWAWAY))
+    monkeypatch.delitem(sys.modules, "parity.suite.test_properties", raising=False)
+    return importlib.import_module("parity.suite.test_properties")
+
+
+def test_the_entry_becomes_a_pytest_test_of_the_suite(with_throwaway):
+    test = getattr(with_throwaway, THROWAWAY.test_name)
+    assert test.__doc__ == "Doubling gives an even number."
+    test(target=GOOD, device="cpu")
+    with pytest.raises(AssertionError, match="is odd"):
+        test(target=BUG, device="cpu")
+
+
+def test_the_entry_is_a_known_bug_check(with_throwaway):
+    assert table.catching("throwaway:bug") == [THROWAWAY]
+    explicit = THROWAWAY.hunt(BUG.load("dataset"), max_examples=10, shrink=False)
+    assert explicit.examples_to_failure == 1  # the explicit example (35) catches it at once
+    drawn = THROWAWAY.hunt(BUG.load("dataset"), max_examples=50, explicit=False)
+    assert drawn.found and drawn.counterexample == "({'n': 0},)"  # shrunk to the smallest multiple of five
+    assert not THROWAWAY.hunt(GOOD.load("dataset"), max_examples=20).found
+
+
+def test_the_entry_is_a_row_of_the_report(with_throwaway):
+    result = properties_scenario([GOOD, BUG], Options(examples=3), lambda message: None)
+    good, bug = result.columns
+    assert good.figures[THROWAWAY.name] == "holds" and good.verdict == "within budget (ok)"
+    assert bug.figures[THROWAWAY.name].startswith("FAILS at example 1: double(35) = 71 is odd")
+    assert bug.verdict == "outside budget (caught)" and result.as_expected
+
+
+def test_a_crash_in_a_target_is_a_crashed_cell(with_throwaway, monkeypatch):
+    def crashing(n):
+        raise RuntimeError("index helper failed")
+
+    monkeypatch.setattr(sys.modules[HERE], "double", crashing)
+    (column,) = properties_scenario([GOOD], Options(examples=1), lambda message: None).columns
+    assert column.figures[THROWAWAY.name] == "crashed: RuntimeError: index helper failed"
+    assert not column.as_expected
