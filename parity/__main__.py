@@ -15,8 +15,12 @@ from __future__ import annotations
 import argparse
 import sys
 
-from parity.devices import DEVICES, resolve_device
-from parity.targets import UnknownTargetError, all_targets, get_target
+from parity.threads import wait_passively
+
+wait_passively()  # before parity.devices imports torch
+
+from parity.devices import DEVICES, resolve_device  # noqa: E402
+from parity.targets import TargetLoadError, UnknownTargetError, default_targets, get_target, listed_targets
 
 DTYPES = ("float32", "float64")
 
@@ -50,10 +54,14 @@ def report(parser: argparse.ArgumentParser, args: argparse.Namespace) -> int:
 
     try:
         device = resolve_device(args.device)
-        extra = [get_target(name) for name in args.target]
-    except (ValueError, UnknownTargetError) as error:
+        extra = []
+        for name in args.target:  # a selected target brings its companion (megatron-core and its fix)
+            selected = get_target(name)
+            extra += [selected, *([get_target(selected.companion)] if selected.companion else [])]
+    except (ValueError, TypeError, UnknownTargetError, TargetLoadError) as error:
         parser.error(str(error))
-    builtin = [t for t in all_targets().values() if t.is_known_bug] + [get_target("impl")]
+    # Installed and optional targets are columns only when selected (parity.targets, docstring).
+    builtin = [t for t in default_targets().values() if t.is_known_bug] + [get_target("impl")]
     targets = builtin + [t for t in extra if t not in builtin]
     if args.examples < 0:
         parser.error(f"--examples must be >= 0, got {args.examples}")
@@ -73,7 +81,10 @@ def report(parser: argparse.ArgumentParser, args: argparse.Namespace) -> int:
 
 
 def targets(parser: argparse.ArgumentParser, args: argparse.Namespace) -> int:
-    for target in all_targets().values():
+    for target in listed_targets():
+        if isinstance(target, str):  # an installed entry point that failed to load
+            print(target)
+            continue
         interfaces = ", ".join(i for i in ("dataset", "loss", "trainer") if target.provides(i))
         print(f"{target.name:28} expected to {target.expect:4}  [{interfaces}]  {target.description}")
     return 0

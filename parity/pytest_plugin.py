@@ -18,10 +18,9 @@ import os
 import pytest
 from hypothesis import HealthCheck, Phase, settings
 
-# A rank or worker that spins waiting for an idle OpenMP team burns the CPU a busy CI runner has
-# already lost; passive waiting makes the suite's time grow with the CPU it loses, not several-fold.
-# Must be set before torch (libgomp) is loaded, hence at plugin import.
-os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
+from parity.threads import share_cores, wait_passively
+
+wait_passively()  # at plugin import, before any test module imports torch
 
 #: Model-sized examples are slow and their timing is noisy on shared cores: no deadline anywhere.
 _COMMON = dict(deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
@@ -96,15 +95,7 @@ def pytest_configure(config: pytest.Config) -> None:
         from oracle.remote_code import REMOTE_CODE_ENV
 
         os.environ[REMOTE_CODE_ENV] = remote_code
-    limit_torch_threads()
-
-
-def limit_torch_threads() -> None:
-    """Share the cores between xdist workers instead of letting each one oversubscribe all of them."""
-    import torch
-
-    workers = int(os.environ.get("PYTEST_XDIST_WORKER_COUNT", "1"))
-    torch.set_num_threads(max(1, (os.cpu_count() or 1) // workers))
+    share_cores(int(os.environ.get("PYTEST_XDIST_WORKER_COUNT", "1")))
 
 
 def pytest_report_header(config: pytest.Config) -> str | None:
