@@ -1,7 +1,7 @@
-"""A Megatron-LM style GPT dataset whose token-independent masks are cached (SPEC §4).
+"""A Megatron-LM style GPT dataset whose token-independent masks are cached (docs/dataset.md).
 
 Samples are fixed windows of ``sequence_length`` tokens over the documents laid end to end in a
-shuffled, multi-epoch order. Without the EOD resets the loss mask, position ids and causal mask are
+shuffled, multi-epoch order; the indices are megatron-core's, bit for bit (docs/dataset.md, Indices). Without the EOD resets the loss mask, position ids and causal mask are
 the same for every sample, so they are computed once and copied out on every later call: the copy
 is several times cheaper than rebuilding the ``[1, L, L]`` mask. Every returned tensor owns its
 memory, so a consumer that edits a batch in place cannot change the cache or any other sample.
@@ -16,82 +16,12 @@ from numbers import Integral
 import numpy as np
 import torch
 
-SPLITS = ("train", "valid", "test")
+from parity.dataset_config import SPLITS, GPTDatasetConfig
 
+__all__ = ["SPLITS", "GPTDataset", "GPTDatasetConfig", "SampleMasks"]
 
-@dataclass(frozen=True)
-class GPTDatasetConfig:
-    """What a sample looks like and how the indices are drawn (SPEC §4.1)."""
-
-    sequence_length: int
-    vocab_size: int
-    eod_id: int
-    #: -1 (upstream's default when the tokenizer has none) is out of vocabulary; an in-vocabulary
-    #: pad id is allowed and may also occur as ordinary data.
-    pad_id: int = -1
-    add_extra_token: bool = True
-    reset_position_ids: bool = False
-    reset_attention_mask: bool = False
-    eod_mask_loss: bool = False
-    create_attention_mask: bool = True
-    split: str = "train"
-    #: Only the valid split may keep its last, right-padded sample; train and test always drop it.
-    drop_last_partial_validation_sequence: bool = True
-    #: Seeds numpy's RandomState, as upstream, hence the range [0, 2**32).
-    random_seed: int = 1234
-    num_epochs: int | None = None
-    num_samples: int | None = None
-
-    def __post_init__(self) -> None:
-        if self.sequence_length < 1:
-            raise ValueError(f"sequence_length must be an integer >= 1, got {self.sequence_length}")
-        if self.vocab_size < 1:
-            raise ValueError(f"vocab_size must be an integer >= 1, got {self.vocab_size}")
-        if not 0 <= self.eod_id < self.vocab_size:
-            raise ValueError(f"eod_id must be in [0, vocab_size={self.vocab_size}), got {self.eod_id}")
-        if self.pad_id != -1 and not 0 <= self.pad_id < self.vocab_size:
-            raise ValueError(
-                f"pad_id must be -1 or in [0, vocab_size={self.vocab_size}), got {self.pad_id}"
-            )
-        if self.pad_id == self.eod_id:
-            raise ValueError(f"pad_id must differ from eod_id={self.eod_id}, got {self.pad_id}")
-        if self.split not in SPLITS:
-            raise ValueError(f"split must be one of {SPLITS}, got {self.split!r}")
-        if not 0 <= self.random_seed < 2**32:
-            raise ValueError(f"random_seed must be in [0, 2**32), got {self.random_seed}")
-        if self.num_epochs is not None and self.num_epochs < 1:
-            raise ValueError(f"num_epochs must be None or an integer >= 1, got {self.num_epochs}")
-        if self.num_samples is not None and self.num_samples < 1:
-            raise ValueError(f"num_samples must be None or an integer >= 1, got {self.num_samples}")
-
-    @property
-    def extra(self) -> int:
-        """Tokens read beyond the sequence so that labels are the inputs shifted by one."""
-        return 1 if self.add_extra_token else 0
-
-    @property
-    def drops_last_partial(self) -> bool:
-        return self.split != "valid" or self.drop_last_partial_validation_sequence
-
-    @property
-    def caches_masks(self) -> bool:
-        """Without the EOD resets the masks do not depend on the tokens, so one copy serves all."""
-        return not (self.reset_position_ids or self.reset_attention_mask or self.eod_mask_loss)
-
-    def sample_count(self, total_tokens: int) -> int:
-        """Samples in a stream of ``total_tokens`` (SPEC §4.2); consecutive samples share ``extra`` tokens."""
-        usable = total_tokens - self.extra
-        if usable <= 0:
-            return 0
-        if self.drops_last_partial:
-            return usable // self.sequence_length
-        return _ceil_div(usable, self.sequence_length)
-
-    def min_tokens_for(self, num_samples: int) -> int:
-        """The shortest stream that yields ``num_samples`` samples (the inverse of :meth:`sample_count`)."""
-        if self.drops_last_partial:
-            return num_samples * self.sequence_length + self.extra
-        return (num_samples - 1) * self.sequence_length + self.extra + 1
+#: A final epoch supplying fewer than this share of an epoch's samples is shuffled on its own.
+FINAL_EPOCH_THRESHOLD = 0.80
 
 
 @dataclass
@@ -116,11 +46,19 @@ class GPTDataset:
     def __init__(self, documents: Sequence[np.ndarray], config: GPTDatasetConfig) -> None:
         self.config = config
         self._corpus, lengths = _corpus_and_lengths(documents, config.vocab_size)
-        num_epochs = _num_epochs(int(lengths.sum()), config)
+        tokens_per_epoch = int(lengths.sum())
+        num_epochs = _num_epochs(tokens_per_epoch, config)
+        separate = _separate_final_epoch(tokens_per_epoch, num_epochs, config)
 
+        # One RandomState, drawn from in megatron-core's order: documents, then samples.
         rng = np.random.RandomState(config.random_seed)
-        self.document_index = np.tile(np.arange(len(lengths), dtype=np.int64), num_epochs)
-        rng.shuffle(self.document_index)
+        documents_ids = np.arange(len(lengths), dtype=np.int64)
+        if separate:
+            self.document_index = np.concatenate(
+                (_shuffled(np.tile(documents_ids, num_epochs - 1), rng), _shuffled(documents_ids.copy(), rng))
+            )
+        else:
+            self.document_index = _shuffled(np.tile(documents_ids, num_epochs), rng)
 
         # Where each position of document_index starts in the multi-epoch stream (plus its end), and
         # the shift that turns a stream offset inside that position into an offset into _corpus.
@@ -130,15 +68,38 @@ class GPTDataset:
 
         total_tokens = int(self._stream_starts[-1])
         num_samples = config.sample_count(total_tokens)
-        sample_starts = np.minimum(np.arange(num_samples + 1) * config.sequence_length, total_tokens)
-        positions = np.searchsorted(self._stream_starts, sample_starts, side="right") - 1
-        self.sample_index = np.stack((positions, sample_starts - self._stream_starts[positions]), axis=1)
+        self.sample_index = self._build_sample_index(num_samples, lengths)
 
-        self.shuffle_index = np.arange(num_samples, dtype=np.int64)
-        rng.shuffle(self.shuffle_index)
+        if separate:
+            before = _samples_before_final_epoch(tokens_per_epoch, num_epochs, config)
+            self.shuffle_index = np.concatenate(
+                (_shuffled(np.arange(before, dtype=np.int64), rng), _shuffled(np.arange(before, num_samples, dtype=np.int64), rng))
+            )
+        else:
+            self.shuffle_index = _shuffled(np.arange(num_samples, dtype=np.int64), rng)
 
         self._cached_masks: SampleMasks | None = None
         self._positions = torch.arange(config.sequence_length)
+
+    def _build_sample_index(self, num_samples: int, lengths: np.ndarray) -> np.ndarray:
+        """megatron-core's sample index (docs/dataset.md, Indices), vectorised: row j > 0 names the
+        position holding the last token sample j - 1 reads (so an exact document end stays on that
+        document when there is no extra token) and the offset of stream token j * L in it; a kept
+        partial sample ends at the last position, offset ``len(document) - extra``."""
+        config = self.config
+        total_tokens = int(self._stream_starts[-1])
+        starts = np.arange(1, num_samples + 1, dtype=np.int64) * config.sequence_length
+        complete = starts + config.extra <= total_tokens
+        last_read = np.minimum(starts + config.extra - 1, total_tokens - 1)
+        positions = np.searchsorted(self._stream_starts, last_read, side="right") - 1
+        offsets = starts - self._stream_starts[positions]
+        last_position = len(self.document_index) - 1
+        positions = np.where(complete, positions, last_position)
+        offsets = np.where(complete, offsets, lengths[self.document_index[last_position]] - config.extra)
+        sample_index = np.zeros((num_samples + 1, 2), dtype=np.int64)
+        sample_index[1:, 0] = positions
+        sample_index[1:, 1] = offsets
+        return sample_index
 
     def __len__(self) -> int:
         return len(self.shuffle_index)
@@ -176,8 +137,8 @@ class GPTDataset:
     def _sample_text(self, sample_id: int) -> np.ndarray:
         """Tokens ``[start, start + L + extra)`` of the stream, right-padded with ``pad_id``."""
         config = self.config
-        first_position, offset = self.sample_index[sample_id]
-        start = self._stream_starts[first_position] + offset
+        first_position = self.sample_index[sample_id, 0]
+        start = sample_id * config.sequence_length
         stop = min(start + config.sequence_length + config.extra, self._stream_starts[-1])
         stream_offsets = np.arange(start, stop)
         # Only positions at or after the sample's first one can hold its tokens.
@@ -268,13 +229,19 @@ def _corpus_and_lengths(documents: Sequence[np.ndarray], vocab_size: int) -> tup
     return corpus, lengths
 
 
+def _shuffled(array: np.ndarray, rng: np.random.RandomState) -> np.ndarray:
+    rng.shuffle(array)
+    return array
+
+
 def _num_epochs(tokens_per_epoch: int, config: GPTDatasetConfig) -> int:
-    """``num_epochs`` if given, else the fewest epochs that supply ``num_samples``, else one."""
+    """``num_epochs`` if given; else, with ``num_samples``, the fewest epochs whose tokens reach
+    ``num_samples * L + extra`` (megatron-core's rule, for every split); else one."""
     wanted = config.num_samples or 1
     if config.num_epochs is not None:
         epochs = config.num_epochs
     elif config.num_samples is not None:
-        epochs = max(1, _ceil_div(config.min_tokens_for(wanted), tokens_per_epoch))
+        epochs = max(1, _ceil_div(config.num_samples * config.sequence_length + config.extra, tokens_per_epoch))
     else:
         epochs = 1
     supplied = config.sample_count(epochs * tokens_per_epoch)
@@ -285,6 +252,20 @@ def _num_epochs(tokens_per_epoch: int, config: GPTDatasetConfig) -> int:
             f"need at least {wanted}"
         )
     return epochs
+
+
+def _samples_before_final_epoch(tokens_per_epoch: int, num_epochs: int, config: GPTDatasetConfig) -> int:
+    return ((num_epochs - 1) * tokens_per_epoch - config.extra) // config.sequence_length
+
+
+def _separate_final_epoch(tokens_per_epoch: int, num_epochs: int, config: GPTDatasetConfig) -> bool:
+    """Epochs derived from ``num_samples``: a final epoch that supplies fewer than 80 % of an
+    epoch's samples is shuffled apart from the others (docs/dataset.md, Indices)."""
+    if config.num_epochs is not None or config.num_samples is None or num_epochs == 1:
+        return False
+    from_final = config.num_samples - _samples_before_final_epoch(tokens_per_epoch, num_epochs, config)
+    per_epoch = (tokens_per_epoch - config.extra) // config.sequence_length
+    return from_final < int(FINAL_EPOCH_THRESHOLD * per_epoch)
 
 
 def _ceil_div(numerator: int, denominator: int) -> int:

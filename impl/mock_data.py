@@ -1,4 +1,4 @@
-"""Mock documents as upstream's ``MockGPTLowLevelDataset`` (``--mock-data``) builds them (SPEC §4.3).
+"""Mock documents as upstream's ``MockGPTLowLevelDataset`` (``--mock-data``) builds them (docs/dataset.md, Mock data).
 
 Every document is the same ramp ``1, 2, 3, ...`` (modulo the vocabulary) closed by an EOD, so any
 in-vocabulary pad id occurs as ordinary data in almost every sample: the input that makes the

@@ -1,66 +1,31 @@
-"""The naive GPT dataset (SPEC §4): one flat token stream, masks rebuilt from scratch with loops.
+"""The naive GPT dataset (docs/dataset.md): one flat token stream, masks rebuilt from scratch with loops.
 
-It takes the target's ``document_index`` and ``shuffle_index`` because the properties ask "is
-sample k served correctly given these indices?"; whether the indices themselves are sane is checked
-separately, against :func:`expected_num_epochs` and :func:`expected_sample_count`. The config is read
-by attribute name only, so the oracle depends on nothing in the implementation.
+The oracle builds its own indices with :mod:`oracle.gpt_indices` (megatron-core's algorithm and
+seeding) and serves sample ``shuffle_index[k]`` as a slice of the documents laid end to end in
+``document_index`` order. The config is read by attribute name only, so the oracle depends on
+nothing in the implementation.
 """
 
 from __future__ import annotations
 
 import torch
 
+from oracle.gpt_indices import build_indices, drops_last_partial, extra_tokens, num_epochs, sample_count
 
-def extra_tokens(config) -> int:
-    """1 when each sample reads one token more than its length, so labels are inputs shifted by one."""
-    return 1 if config.add_extra_token else 0
-
-
-def drops_last_partial(config) -> bool:
-    """Train and test always drop a last, incomplete sample; valid drops it only when asked to."""
-    if config.split == "valid":
-        return config.drop_last_partial_validation_sequence
-    return True
-
-
-def expected_sample_count(total_tokens: int, sequence_length: int, extra: int, drop_last: bool) -> int:
-    """The SPEC §4.2 formula: ``(total_tokens - extra) / L`` rounded down when the last partial
-    sample is dropped, up when it is kept; no samples from a stream of ``extra`` tokens or fewer."""
-    usable = total_tokens - extra
-    if usable <= 0:
-        return 0
-    whole_samples, leftover = divmod(usable, sequence_length)
-    if leftover and not drop_last:
-        return whole_samples + 1
-    return whole_samples
-
-
-def expected_num_epochs(tokens_per_epoch: int, config) -> int:
-    """``num_epochs`` if given; else the fewest epochs whose samples reach ``num_samples``; else 1."""
-    if config.num_epochs is not None:
-        return config.num_epochs
-    if config.num_samples is None:
-        return 1
-    epochs = 1
-    while _sample_count(epochs * tokens_per_epoch, config) < config.num_samples:
-        epochs += 1
-    return epochs
-
-
-def _sample_count(total_tokens: int, config) -> int:
-    return expected_sample_count(
-        total_tokens, config.sequence_length, extra_tokens(config), drops_last_partial(config)
-    )
+__all__ = ["OracleGPTDataset", "build_indices", "drops_last_partial", "extra_tokens", "num_epochs", "sample_count"]
 
 
 class OracleGPTDataset:
     """``dataset[k]`` is sample ``shuffle_index[k]``: ``flat[j*L : j*L + L + extra]``, right-padded."""
 
-    def __init__(self, documents, config, document_index, shuffle_index) -> None:
+    def __init__(self, documents, config) -> None:
         self.config = config
-        self.shuffle_index = [int(sample) for sample in shuffle_index]
-        self.flat = [int(token) for position in document_index for token in documents[int(position)]]
-        self.length = _sample_count(len(self.flat), config)
+        self.indices = build_indices([len(document) for document in documents], config)
+        self.document_index = self.indices["document_index"]
+        self.sample_index = self.indices["sample_index"]
+        self.shuffle_index = [int(sample) for sample in self.indices["shuffle_index"]]
+        self.flat = [int(token) for position in self.document_index for token in documents[int(position)]]
+        self.length = sample_count(len(self.flat), config)
 
     def __len__(self) -> int:
         return self.length

@@ -55,7 +55,7 @@ def _serve_times() -> dict:
     uncached = GPTDataset(
         documents, GPTDatasetConfig(SERVE_SEQUENCE_LENGTH, vocab_size=1000, eod_id=0, pad_id=7, eod_mask_loss=True)
     )
-    oracle = OracleGPTDataset(documents, cached.config, cached.document_index, cached.shuffle_index)
+    oracle = OracleGPTDataset(documents, cached.config)
     impl_us = _per_sample_us(cached, 500)
     uncached_us = _per_sample_us(uncached, 500)
     oracle_us = _per_sample_us(oracle, 5)

@@ -1,4 +1,4 @@
-"""Bitwise comparison of dataset samples (SPEC §6): same keys, dtypes, shapes and values.
+"""Bitwise comparison of dataset samples (docs/dataset.md, Verdicts): same keys, dtypes, shapes, values.
 
 A failure names the sample, the key and the first differing position with both values, because
 "sample 7 differs" alone sends a reader back to a debugger.
@@ -6,10 +6,97 @@ A failure names the sample, the key and the first differing position with both v
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+import os
+import traceback
+from collections.abc import Callable, Mapping
+from pathlib import Path
+from typing import Any
 
 import numpy as np
 import torch
+
+from parity.targets import ConfigDeclined
+
+_HARNESS_ROOT = Path(__file__).resolve().parent.parent
+_HARNESS_DIRS = tuple(str(_HARNESS_ROOT / name) + os.sep for name in ("parity", "tests", "oracle"))
+
+
+class TargetCrashed(Exception):
+    """The target itself raised: not a counterexample to a property, a crash (docs/dataset.md, Crashes).
+
+    ``signature`` is ``"ExceptionType at path:line"`` (the innermost frame, i.e. where it was raised),
+    which a target's ``known_crashes`` entries are matched against."""
+
+    def __init__(self, error: BaseException, where: str, what: str) -> None:
+        self.error = error
+        self.where = where
+        self.signature = f"{type(error).__name__} at {where}"
+        message = str(error) or "(no message)"
+        super().__init__(f"the target raised {type(error).__name__}: {message} at {where} while {what}")
+
+
+def _short_path(filename: str) -> str:
+    """A frame's file as a reader finds it: from the package root inside site-packages, or
+    relative to this repository."""
+    marker = "site-packages" + os.sep
+    if marker in filename:
+        return filename.split(marker, 1)[1]
+    try:
+        return str(Path(filename).resolve().relative_to(_HARNESS_ROOT))
+    except ValueError:
+        return filename
+
+
+def raised_where(error: BaseException) -> str:
+    """``path:line (function)`` of the innermost frame of the error's traceback."""
+    frames = traceback.extract_tb(error.__traceback__)
+    if not frames:
+        return "<unknown>"
+    frame = frames[-1]
+    return f"{_short_path(frame.filename)}:{frame.lineno} (in {frame.name})"
+
+
+def call_target(what: str, function: Callable[..., Any], *args: Any) -> Any:
+    """``function(*args)``, where ``function`` is target code. ``ConfigDeclined`` passes through (the
+    property skips the example); any other exception, ``AssertionError`` included, becomes
+    :class:`TargetCrashed` naming the exception and where it was raised."""
+    try:
+        return function(*args)
+    except ConfigDeclined:
+        raise
+    except Exception as error:
+        raise TargetCrashed(error, raised_where(error), what) from error
+
+
+def is_known_crash(crash: TargetCrashed, known: tuple[str, ...]) -> bool:
+    signature = crash.signature.replace(os.sep, "/")
+    return any(entry in signature for entry in known)
+
+
+def aliasing_hazards(samples: list[tuple[Any, Mapping[str, torch.Tensor]]]) -> list[str]:
+    """What aliases what among served samples ``(idx, sample)``, in served order (docs/dataset.md,
+    Hazards): two keys of one sample sharing storage, or a tensor sharing storage with one served
+    earlier (a cached tensor handed out by reference). One line per kind, first occurrence."""
+    found: dict[str, str] = {}
+    seen: dict[int, tuple[Any, str]] = {}
+    for call, (idx, sample) in enumerate(samples, start=1):
+        storages: dict[int, str] = {}
+        for key in sorted(sample):
+            tensor = sample[key]
+            if not isinstance(tensor, torch.Tensor) or tensor.numel() == 0:
+                continue
+            pointer = tensor.untyped_storage().data_ptr()
+            if pointer in storages:
+                kind = f"{storages[pointer]} and {key} share storage"
+                found.setdefault(kind, f"{kind} (dataset[{idx}], call {call})")
+            elif pointer in seen:
+                earlier_idx, earlier_key = seen[pointer]
+                kind = f"{key} is handed out by reference: it shares storage with an earlier sample's {earlier_key}"
+                found.setdefault(kind, f"{kind} (dataset[{idx}] with dataset[{earlier_idx}], call {call})")
+            storages.setdefault(pointer, key)
+        for pointer, key in storages.items():
+            seen.setdefault(pointer, (idx, key))
+    return list(found.values())
 
 
 def last_sample_position(dataset) -> int:

@@ -112,7 +112,7 @@ def dataset_scenario(targets: list[Target], options: Options, progress: Callable
         factory = target.load("dataset")
         fresh, resumed = factory(documents, config), factory(documents, config)
         if oracle is None:
-            oracle = OracleGPTDataset(documents, config, fresh.document_index, fresh.shuffle_index)
+            oracle = OracleGPTDataset(documents, config)
         resumed[last_sample_position(resumed)]  # the resumed run starts on the padded sample
         # Each index served once per run, as a consumer would see it.
         seen_fresh, seen_resumed = [fresh[k] for k in range(len(fresh))], [resumed[k] for k in range(len(fresh))]

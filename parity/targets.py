@@ -9,6 +9,11 @@ loads to a :class:`Target`::
 
     [project.entry-points."parity.targets"]
     my-dataset = "my_pkg.parity_adapter:TARGET"
+
+Entry points are loaded only when their target is selected by name or every target is listed, so a
+slow or broken adapter never slows or breaks a run that does not ask for it. Built-in targets that
+need an optional package (``requires``) exist only when it is installed and, like installed
+targets, appear in the report and bench only when selected.
 """
 
 from __future__ import annotations
@@ -39,9 +44,17 @@ class GPTDatasetLike(Protocol):
 
 
 class DatasetFactory(Protocol):
-    """``(documents, spec) -> dataset``: one 1-D int64 array per document, the config of docs/dataset.md."""
+    """``(documents, config) -> dataset``: one 1-D int64 array per document and a
+    :class:`parity.dataset_config.GPTDatasetConfig` (docs/dataset.md). Raises
+    :class:`ConfigDeclined` for a config the target cannot express."""
 
-    def __call__(self, documents: Sequence[np.ndarray], spec: Any) -> GPTDatasetLike: ...
+    def __call__(self, documents: Sequence[np.ndarray], config: Any) -> GPTDatasetLike: ...
+
+
+class ConfigDeclined(Exception):
+    """Raised by a target for a config it cannot express (e.g. megatron-core has no ``num_epochs``).
+
+    The property skips that example; it is neither a pass nor a failure."""
 
 
 class DiffusionLoss(Protocol):
@@ -89,6 +102,18 @@ class Target:
     dataset: str | None = None
     loss: str | None = None
     trainer: str | None = None
+    #: Whether every returned tensor owns its memory. True: aliasing (tokens/labels sharing
+    #: storage, cached tensors handed out by reference) fails the suite. False: it is reported as
+    #: a hazard beside a passing verdict (docs/dataset.md, Hazards).
+    promises_copies: bool = False
+    #: A distribution this built-in target needs (it exists only when that is installed); its
+    #: installed version is shown in the report.
+    requires: str | None = None
+    #: Another target shown beside this one in the report when this one is selected.
+    companion: str | None = None
+    #: Known crashes of the target: substrings of ``"ExceptionType at path:line"``. A matching
+    #: crash is reported as "crashed (known)" instead of failing (docs/dataset.md, Crashes).
+    known_crashes: tuple[str, ...] = ()
 
     def provides(self, interface: Interface) -> bool:
         return getattr(self, interface) is not None
@@ -105,6 +130,18 @@ class Target:
     def is_known_bug(self) -> bool:
         return self.expect == "fail"
 
+    @property
+    def version(self) -> str | None:
+        """The installed version of ``requires`` (read from package metadata, nothing imported)."""
+        if self.requires is None:
+            return None
+        from importlib.metadata import PackageNotFoundError, version
+
+        try:
+            return version(self.requires)
+        except PackageNotFoundError:
+            return None
+
 
 BUILTIN_TARGETS: tuple[Target, ...] = (
     Target(
@@ -114,6 +151,7 @@ BUILTIN_TARGETS: tuple[Target, ...] = (
         dataset="impl.gpt_dataset:GPTDataset",
         loss="impl.diffusion_loss:WINDOWED_LOSS",
         trainer="impl.trainer:WindowedDiffusionTrainer",
+        promises_copies=True,
     ),
     Target(
         name="known-bug:cache-alias",
@@ -136,31 +174,106 @@ BUILTIN_TARGETS: tuple[Target, ...] = (
     ),
 )
 
+#: megatron-core 0.16.1's index helper rejects its own sample index when a kept partial sample
+#: ends in an empty document (docs/dataset.md, Crashes).
+MEGATRON_INDEX_CRASH = "AssertionError at megatron/core/datasets/helpers.py"
+
+#: Built-ins that need megatron-core (``pip install 'parity-harness[megatron]'``).
+OPTIONAL_TARGETS: tuple[Target, ...] = (
+    Target(
+        name="megatron-core",
+        description="megatron-core's own GPTDataset, as installed (has the cache bug)",
+        expect="fail",
+        dataset="parity.megatron_target:megatron_dataset",
+        requires="megatron-core",
+        companion="megatron-core:fixed",
+        known_crashes=(MEGATRON_INDEX_CRASH,),
+    ),
+    Target(
+        name="megatron-core:fixed",
+        description="megatron-core's GPTDataset with the upstream fix only: a copy cached on FILL",
+        expect="pass",
+        dataset="parity.megatron_target:fixed_megatron_dataset",
+        requires="megatron-core",
+        companion="megatron-core",
+        known_crashes=(MEGATRON_INDEX_CRASH,),
+    ),
+)
+
 
 class UnknownTargetError(LookupError):
     """A target name that neither the built-ins nor an installed entry point defines."""
 
 
-def all_targets() -> dict[str, Target]:
-    """Built-in targets plus those registered by installed packages (a built-in name cannot be replaced)."""
-    targets = {target.name: target for target in BUILTIN_TARGETS}
-    for entry_point in entry_points(group=ENTRY_POINT_GROUP):
+class TargetLoadError(RuntimeError):
+    """An installed entry point that could not be loaded as a target (raised only when selected)."""
+
+
+def default_targets() -> dict[str, Target]:
+    """The targets every report and bench shows: the built-ins that need nothing optional."""
+    return {target.name: target for target in BUILTIN_TARGETS}
+
+
+def builtin_targets() -> dict[str, Target]:
+    """The default targets plus the optional built-ins whose package is installed."""
+    targets = default_targets()
+    targets.update({t.name: t for t in OPTIONAL_TARGETS if t.version is not None})
+    return targets
+
+
+def _load_entry_point(entry_point, taken: Mapping[str, Target]) -> Target:
+    try:
         target = entry_point.load()
-        if not isinstance(target, Target):
-            raise TypeError(
-                f"entry point {entry_point.name!r} in group {ENTRY_POINT_GROUP!r} must load a "
-                f"parity.targets.Target, got {type(target).__name__}"
-            )
-        if target.name in targets:
-            raise ValueError(f"entry point {entry_point.name!r} redefines the target {target.name!r}")
+    except Exception as error:  # a broken adapter says so, and only when it is asked for
+        raise TargetLoadError(
+            f"entry point {entry_point.name!r} in group {ENTRY_POINT_GROUP!r} failed to load: "
+            f"{type(error).__name__}: {error}"
+        ) from error
+    if not isinstance(target, Target):
+        raise TypeError(
+            f"entry point {entry_point.name!r} in group {ENTRY_POINT_GROUP!r} must load a "
+            f"parity.targets.Target, got {type(target).__name__}"
+        )
+    if target.name in taken:
+        raise ValueError(f"entry point {entry_point.name!r} redefines the target {target.name!r}")
+    return target
+
+
+def all_targets() -> dict[str, Target]:
+    """Built-in targets plus those registered by installed packages (a built-in name cannot be
+    replaced). Loads every entry point: for listing; a run selects one with :func:`get_target`."""
+    targets = builtin_targets()
+    for entry_point in entry_points(group=ENTRY_POINT_GROUP):
+        target = _load_entry_point(entry_point, targets)
         targets[target.name] = target
     return targets
 
 
+def listed_targets() -> list[Target | str]:
+    """Every target for ``python -m parity targets``: a broken entry point is a line saying why."""
+    listed: list[Target | str] = []
+    builtins = builtin_targets()
+    listed += builtins.values()
+    for entry_point in entry_points(group=ENTRY_POINT_GROUP):
+        try:
+            listed.append(_load_entry_point(entry_point, builtins))
+        except (TargetLoadError, TypeError, ValueError) as error:
+            listed.append(f"{entry_point.name:28} NOT LOADED: {error}")
+    return listed
+
+
 def get_target(name: str) -> Target:
-    targets = all_targets()
-    try:
-        return targets[name]
-    except KeyError:
-        known = ", ".join(sorted(targets))
-        raise UnknownTargetError(f"unknown target {name!r}; known targets: {known}") from None
+    """The target called ``name``: a built-in, else the installed entry point of that name (the
+    only one loaded); ``UnknownTargetError`` listing the known names otherwise."""
+    builtins = builtin_targets()
+    if name in builtins:
+        return builtins[name]
+    installed = list(entry_points(group=ENTRY_POINT_GROUP))
+    for entry_point in installed:
+        if entry_point.name == name:
+            return _load_entry_point(entry_point, builtins)
+    known = ", ".join(sorted([*builtins, *(e.name for e in installed)]))
+    hint = ""
+    if any(t.name == name for t in OPTIONAL_TARGETS):
+        hint = " (it needs megatron-core: pip install 'parity-harness[megatron]')"
+    raise UnknownTargetError(f"unknown target {name!r}{hint}; known targets: {known}")

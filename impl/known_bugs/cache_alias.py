@@ -1,4 +1,4 @@
-"""Upstream's pre-fix cache (SPEC §4.4), kept as the ``known-bug:cache-alias`` target.
+"""Upstream's pre-fix cache (docs/dataset.md, The cache bug), kept as the ``known-bug:cache-alias`` target.
 
 FILL stores the first sample's masks by reference, so that sample's in-place pad masking writes its
 padding into the cache, and every later sample inherits it. HIT clones the loss mask but hands out

@@ -3,31 +3,44 @@
 Written once and applied twice: ``test_properties.py`` runs them under ``@given`` against the
 selected target, and ``tests/quality`` runs them against the known-bug targets to prove they find
 the bugs. Each raises AssertionError (naming the sample, key and first differing position) on a
-counterexample.
+counterexample. Target code is called through :func:`parity.dataset_compare.call_target`, so an
+exception the target raises is a :class:`~parity.dataset_compare.TargetCrashed` ("the target
+raised ..."), never mistaken for a counterexample, and a config the target declines skips the example.
 """
 
 from __future__ import annotations
 
 import numpy as np
 import torch
+from hypothesis import reject
 from torch.utils.data import DataLoader, default_collate
 
-from oracle.gpt_dataset import (
-    OracleGPTDataset,
-    drops_last_partial,
-    expected_num_epochs,
-    expected_sample_count,
-    extra_tokens,
-)
-from parity.dataset_compare import assert_samples_equal, last_sample_position
-from tests.dataset.strategies import DatasetCase, tokens_per_epoch
+from oracle.gpt_dataset import OracleGPTDataset
+from parity.dataset_compare import aliasing_hazards, assert_samples_equal, call_target, last_sample_position
+from parity.targets import ConfigDeclined
+from tests.dataset.strategies import DatasetCase
+
+#: The index arrays every dataset target has, and the one only some have (held to the oracle too).
+INDEX_ARRAYS = ("document_index", "shuffle_index")
+OPTIONAL_INDEX_ARRAYS = ("sample_index",)
+
+
+def make(factory, case: DatasetCase):
+    """A fresh target instance; a declined config skips the example (docs/dataset.md, Declining)."""
+    try:
+        return call_target("building the dataset", factory, list(case.documents), case.config)
+    except ConfigDeclined:
+        reject()
+
+
+def serve(dataset, idx):
+    return call_target(f"serving dataset[{idx}]", dataset.__getitem__, idx)
 
 
 def build(factory, case: DatasetCase):
-    """A fresh target instance and the oracle that reads the same index arrays."""
-    dataset = factory(list(case.documents), case.config)
-    oracle = OracleGPTDataset(case.documents, case.config, dataset.document_index, dataset.shuffle_index)
-    return dataset, oracle
+    """A fresh target instance and the oracle (which builds its own indices)."""
+    dataset = make(factory, case)
+    return dataset, OracleGPTDataset(case.documents, case.config)
 
 
 def serve_plan(dataset, case: DatasetCase) -> list[int | None]:
@@ -47,7 +60,7 @@ def check_matches_oracle(factory, case: DatasetCase) -> None:
     dataset, oracle = build(factory, case)
     assert len(dataset) == len(oracle), f"len(dataset) = {len(dataset)}, oracle {len(oracle)}"
     for call, idx in enumerate(serve_plan(dataset, case), start=1):
-        assert_samples_equal(dataset[idx], oracle[idx], served(idx, call))
+        assert_samples_equal(serve(dataset, idx), oracle[idx], served(idx, call))
 
 
 def check_resume_agrees(factory, case: DatasetCase, resume_at: int) -> None:
@@ -55,13 +68,13 @@ def check_resume_agrees(factory, case: DatasetCase, resume_at: int) -> None:
 
     Each sample is copied when served, so what is compared is what the consumer saw at the time.
     """
-    fresh = factory(list(case.documents), case.config)
-    resumed = factory(list(case.documents), case.config)
+    fresh = make(factory, case)
+    resumed = make(factory, case)
     n = len(fresh)
-    seen_fresh = [_snapshot(fresh[k]) for k in range(n)]
+    seen_fresh = [_snapshot(serve(fresh, k)) for k in range(n)]
     for k in [*range(resume_at, n), *range(resume_at)]:
         assert_samples_equal(
-            resumed[k], seen_fresh[k], f"dataset[{k}] of a run resumed at {resume_at} vs a run from 0"
+            serve(resumed, k), seen_fresh[k], f"dataset[{k}] of a run resumed at {resume_at} vs a run from 0"
         )
 
 
@@ -82,7 +95,7 @@ def check_edits_do_not_leak(factory, case: DatasetCase, edit: str) -> None:
     later sample (so no returned tensor aliases the cache, another sample or another key)."""
     dataset, oracle = build(factory, case)
     for call, idx in enumerate(serve_plan(dataset, case), start=1):
-        sample, expected = dataset[idx], oracle[idx]
+        sample, expected = serve(dataset, idx), oracle[idx]
         assert_samples_equal(sample, expected, served(idx, call))
         keys = sorted(sample)
         for number, key in enumerate(keys):
@@ -100,45 +113,51 @@ def check_dataloader_matches_oracle(factory, case: DatasetCase, batch_size: int)
     worker forks its own copy of the dataset and its cache) yields exactly the oracle's batches."""
     dataset, oracle = build(factory, case)
     for call, idx in enumerate(case.serve_order, start=1):
-        assert_samples_equal(dataset[idx], oracle[idx], served(idx, call))
+        assert_samples_equal(serve(dataset, idx), oracle[idx], served(idx, call))
     loader = DataLoader(dataset, batch_size=batch_size, num_workers=2)
     positions = list(range(len(oracle)))
     expected = [
         default_collate([oracle[k] for k in positions[start : start + batch_size]])
         for start in range(0, len(positions), batch_size)
     ]
-    batches = list(loader)
+    batches = call_target("iterating a two-worker DataLoader", list, loader)
     assert len(batches) == len(expected), f"{len(batches)} batches, oracle {len(expected)}"
     for number, (batch, want) in enumerate(zip(batches, expected, strict=True)):
         assert_samples_equal(batch, want, f"batch {number} (batch_size={batch_size}, 2 workers)")
 
 
-def check_index_sanity(factory, case: DatasetCase) -> None:
-    """Property 5: every document appears once per epoch, the shuffle is a permutation, the sample
-    count follows the SPEC formula, and the same seed gives the same indices."""
-    config = case.config
-    dataset = factory(list(case.documents), config)
-    tokens = tokens_per_epoch(case.documents)
-    epochs = expected_num_epochs(tokens, config)
-    document_index = np.asarray(dataset.document_index)
-    shuffle_index = np.asarray(dataset.shuffle_index)
-    assert np.issubdtype(document_index.dtype, np.integer), f"document_index dtype {document_index.dtype}"
-    assert np.issubdtype(shuffle_index.dtype, np.integer), f"shuffle_index dtype {shuffle_index.dtype}"
+def find_aliasing_hazards(factory, case: DatasetCase) -> list[str]:
+    """The hazard check (docs/dataset.md, Hazards): what aliases what among the served samples.
+    Required to be empty for a target that promises copies, reported for the others."""
+    dataset = make(factory, case)
+    return aliasing_hazards([(idx, serve(dataset, idx)) for idx in serve_plan(dataset, case)])
 
-    appearances = np.bincount(document_index, minlength=len(case.documents))
-    assert len(document_index) == epochs * len(case.documents) and np.all(appearances == epochs), (
-        f"expected each of {len(case.documents)} documents {epochs} time(s), got counts {appearances.tolist()}"
-    )
-    count = expected_sample_count(epochs * tokens, config.sequence_length, extra_tokens(config), drops_last_partial(config))
-    assert len(dataset) == count, f"len(dataset) = {len(dataset)}, SPEC formula {count}"
-    assert len(shuffle_index) == count, f"len(shuffle_index) = {len(shuffle_index)}, expected {count}"
-    assert np.array_equal(np.sort(shuffle_index), np.arange(count)), "shuffle_index is not a permutation"
-    if config.num_samples is not None:
-        assert count >= config.num_samples, f"{count} samples, fewer than num_samples={config.num_samples}"
 
-    again = factory(list(case.documents), config)
-    assert np.array_equal(again.document_index, document_index), "same seed, different document_index"
-    assert np.array_equal(again.shuffle_index, shuffle_index), "same seed, different shuffle_index"
+def check_indices_match_oracle(factory, case: DatasetCase) -> None:
+    """Property 5: the target's index arrays equal the reference builder's (megatron-core's
+    algorithm and seeding) bit for bit: ``document_index``, ``shuffle_index``, and ``sample_index``
+    where the target has one; the same seed gives the same arrays again."""
+    dataset = make(factory, case)
+    oracle = OracleGPTDataset(case.documents, case.config)
+    arrays = [*INDEX_ARRAYS, *(name for name in OPTIONAL_INDEX_ARRAYS if hasattr(dataset, name))]
+    for name in arrays:
+        got, want = np.asarray(getattr(dataset, name)), oracle.indices[name]
+        assert np.issubdtype(got.dtype, np.integer), f"{name} has dtype {got.dtype}, not an integer type"
+        assert got.shape == want.shape, (
+            f"{name} has shape {got.shape}, reference {want.shape} (reference: {oracle.indices['num_epochs']} "
+            f"epoch(s), final epoch shuffled separately: {bool(oracle.indices['separate_final_epoch'])})"
+        )
+        differing = np.flatnonzero((got != want).reshape(len(got), -1).any(axis=1))
+        assert not differing.size, (
+            f"{name} differs from the reference at {differing.size} row(s), first at {differing[0]}: "
+            f"got {got[differing[0]].tolist()}, reference {want[differing[0]].tolist()}"
+        )
+    assert len(dataset) == len(oracle), f"len(dataset) = {len(dataset)}, reference {len(oracle)}"
+    again = make(factory, case)
+    for name in arrays:
+        assert np.array_equal(np.asarray(getattr(again, name)), np.asarray(getattr(dataset, name))), (
+            f"same seed, different {name}"
+        )
 
 
 def _snapshot(sample: dict[str, torch.Tensor]) -> dict[str, torch.Tensor]:

@@ -4,8 +4,13 @@ Shapes, rates and a seed are drawn; the token arrays are then built by a numpy G
 seed, so a case shrinks through a handful of integers rather than thousands of token draws. Cases
 stay small (a few documents, sequences of at most 24 tokens) so the oracle's loops stay cheap.
 
-The config type is the interface's data (SPEC §4.1), shared by every dataset target; the dataset
-under test always comes from the ``dataset_factory`` fixture, never from here.
+Every corner of docs/dataset.md is reachable: every split with either value of
+``drop_last_partial_validation_sequence`` (train and test ignore it), token totals that land exactly
+on a sample boundary (with and without the extra token, with and without ``num_samples``), empty
+and one-token documents, in-vocabulary pad ids that occur in the data, multi-epoch runs with and
+without a separately shuffled final epoch. The config type is the harness's
+(:mod:`parity.dataset_config`); the dataset under test always comes from the ``dataset_factory``
+fixture, never from here.
 """
 
 from __future__ import annotations
@@ -15,9 +20,10 @@ from dataclasses import dataclass
 import numpy as np
 from hypothesis import strategies as st
 
-from impl.gpt_dataset import SPLITS, GPTDatasetConfig
 from impl.mock_data import mock_documents
-from oracle.gpt_dataset import drops_last_partial, expected_num_epochs, expected_sample_count, extra_tokens
+from oracle.gpt_indices import num_epochs as oracle_num_epochs
+from oracle.gpt_indices import sample_count
+from parity.dataset_config import SPLITS, GPTDatasetConfig
 
 
 @dataclass(frozen=True)
@@ -36,27 +42,29 @@ class DatasetCase:
     @property
     def length(self) -> int:
         """How many samples the dataset must hold, from the oracle's formulas."""
-        return samples_supplied(self.config, tokens_per_epoch(self.documents), self.config.num_epochs)
+        return samples_supplied(self.config, tokens_per_epoch(self.documents))
 
 
 def tokens_per_epoch(documents) -> int:
     return sum(len(document) for document in documents)
 
 
-def samples_supplied(config, tokens: int, num_epochs: int | None) -> int:
-    epochs = num_epochs if num_epochs is not None else expected_num_epochs(tokens, config)
-    return expected_sample_count(
-        epochs * tokens, config.sequence_length, extra_tokens(config), drops_last_partial(config)
-    )
+def samples_supplied(config, tokens: int) -> int:
+    return sample_count(oracle_num_epochs(tokens, config) * tokens, config)
 
 
 SEEDS = st.integers(0, 2**32 - 1)
 #: Rates at which EOD ids are planted in a document (besides chance); the first shrinks first.
 EOD_RATES = st.sampled_from((0.0, 0.1, 0.4))
 #: An in-vocabulary pad id is always planted too: occurring in the data is what makes it matter.
-PAD_RATES = st.sampled_from((0.05, 0.2, 0.5))
-#: The three flags that switch the cache off, all False (the cached path) at least half the time.
-RESET_FLAGS = st.one_of(st.just((False, False, False)), st.tuples(st.booleans(), st.booleans(), st.booleans()))
+PAD_RATES = st.sampled_from((0.2, 0.05, 0.5))
+NO_RESETS = (False, False, False)
+#: The three flags that switch the cache off: all False (the cached path) three times in four.
+RESET_FLAGS = st.sampled_from((NO_RESETS, NO_RESETS, NO_RESETS)) | st.tuples(st.booleans(), st.booleans(), st.booleans())
+#: How the token total relates to the sample boundaries: anywhere, or exactly on one.
+BOUNDARIES = st.sampled_from(("any", "exact"))
+#: ``num_samples``: none, exactly one epoch's worth (a boundary), or any count up to several epochs.
+NUM_SAMPLES_KINDS = st.sampled_from(("none", "one-epoch", "any"))
 
 
 def dataset_cases(
@@ -70,29 +78,40 @@ def dataset_cases(
     lengths = st.lists(
         st.one_of(st.integers(0, 2), st.integers(0, max_document_length)), min_size=1, max_size=max_documents
     )
-    return _dataset_cases(lengths, st.none() | st.integers(1, max_epochs), max_sequence_length, max_epochs)
+    # num_epochs is not a megatron-core setting (such a target declines it): mostly None.
+    num_epochs = st.sampled_from((None, None, None)) | st.integers(1, max_epochs)
+    return _dataset_cases(lengths, num_epochs, max_sequence_length, max_epochs)
 
 
 @st.composite
 def _dataset_cases(draw, lengths, num_epochs, max_sequence_length: int, max_epochs: int) -> DatasetCase:
     vocab_size = draw(st.integers(2, 40))
     eod_id = draw(st.integers(0, vocab_size - 1))
-    pad_id = -1  # out of vocabulary, or any in-vocabulary id except the EOD:
-    if draw(st.booleans()):
+    pad_id = -1  # out of vocabulary, or (three times in four) any in-vocabulary id except the EOD:
+    if draw(st.sampled_from((True, True, True, False))):
         pad_id = draw(st.integers(0, vocab_size - 2))
         pad_id += pad_id >= eod_id
     add_extra_token = draw(st.booleans())
     extra = int(add_extra_token)
-    # A sample needs at least one token beyond the ``extra`` it shares with its successor.
-    docs = _draw_documents(draw, lengths, vocab_size, eod_id, pad_id, min_tokens=extra + 1)
     split = draw(st.sampled_from(SPLITS))
-    keep_partial = split == "valid" and not draw(st.booleans())
-    tokens = tokens_per_epoch(docs)
+    drop_last_partial = draw(st.booleans())  # drawn for every split; only valid reads it
+    keep_partial = split == "valid" and not drop_last_partial
+
+    lengths = draw(lengths)
+    # A sample needs at least one token beyond the ``extra`` it shares with its successor.
+    lengths[-1] += max(0, extra + 1 - sum(lengths))
+    tokens = sum(lengths)
     # Dropping the partial sample needs one whole window per epoch; keeping it needs one token.
     longest = max_sequence_length if keep_partial else min(max_sequence_length, tokens - extra)
+    sequence_length = draw(st.integers(1, longest))
+    if draw(BOUNDARIES) == "exact":  # lengthen the last document so the total ends on a boundary
+        lengths[-1] += -(tokens - extra) % sequence_length
+        tokens = sum(lengths)
+    docs = _draw_documents(draw, lengths, vocab_size, eod_id, pad_id)
+
     reset_position_ids, reset_attention_mask, eod_mask_loss = draw(RESET_FLAGS)
     config_fields = dict(
-        sequence_length=draw(st.integers(1, longest)),
+        sequence_length=sequence_length,
         vocab_size=vocab_size,
         eod_id=eod_id,
         pad_id=pad_id,
@@ -102,27 +121,32 @@ def _dataset_cases(draw, lengths, num_epochs, max_sequence_length: int, max_epoc
         eod_mask_loss=eod_mask_loss,
         create_attention_mask=draw(st.booleans()),
         split=split,
-        drop_last_partial_validation_sequence=not keep_partial,
+        drop_last_partial_validation_sequence=drop_last_partial,
         random_seed=draw(SEEDS),
         num_epochs=draw(num_epochs),
     )
     config = GPTDatasetConfig(**config_fields)
+    per_epoch = samples_supplied(config, tokens) if config.num_epochs is None else None
+    kind = draw(NUM_SAMPLES_KINDS)
     num_samples = None
-    if draw(st.booleans()):
-        num_samples = draw(st.integers(1, samples_supplied(config, tokens, config.num_epochs or max_epochs)))
+    if config.num_epochs is not None:  # at most what the given epochs supply
+        if kind != "none":
+            num_samples = draw(st.integers(1, sample_count(config.num_epochs * tokens, config)))
+    elif kind == "one-epoch":
+        num_samples = per_epoch  # tokens reach num_samples * L + extra exactly on an exact boundary
+    elif kind == "any":
+        num_samples = draw(st.integers(1, max(1, max_epochs * per_epoch)))
     config = GPTDatasetConfig(**config_fields, num_samples=num_samples)
-    length = samples_supplied(config, tokens, config.num_epochs)
+    length = samples_supplied(config, tokens)
     # -1 stands for None (a batch-padding sample).
     positions = draw(st.lists(st.integers(-1, length - 1), max_size=6))
     serve_order = tuple(None if position == -1 else position for position in positions)
     return DatasetCase(docs, config, serve_order, draw(st.booleans()))
 
 
-def _draw_documents(draw, lengths, vocab_size: int, eod_id: int, pad_id: int, min_tokens: int):
-    """Documents of drawn lengths (0, 1 and longer than a sample included) with planted EODs/pads;
-    the last one is lengthened when needed so that they hold ``min_tokens`` in all."""
-    lengths = draw(lengths)
-    lengths[-1] += max(0, min_tokens - sum(lengths))
+def _draw_documents(draw, lengths, vocab_size: int, eod_id: int, pad_id: int):
+    """Documents of the given lengths (0, 1 and longer than a sample included), each different,
+    with planted EODs and pads."""
     eod_rate = draw(EOD_RATES)
     pad_rate = draw(PAD_RATES) if pad_id >= 0 else 0.0
     ends_with_eod = draw(st.booleans())

@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 import torch
 
-from impl.gpt_dataset import GPTDatasetConfig
+from parity.dataset_config import GPTDatasetConfig
 from impl.known_bugs.cache_alias import CacheAliasGPTDataset
 from impl.mock_data import mock_documents
 from oracle.gpt_dataset import OracleGPTDataset
@@ -40,7 +40,7 @@ def test_bad_arguments_are_named(argument, value):
 
 
 def test_with_an_in_vocabulary_pad_id_the_cache_alias_bug_fires_on_almost_every_sample(record_property):
-    """The claim of SPEC §4.3, measured: with mock data and pad id 7 (a ramp value), the loss mask
+    """The claim of docs/dataset.md (Mock data), measured: with mock data and pad id 7 (a ramp value), the loss mask
     of most samples differs from the oracle's because the first sample's pads leaked into the cache.
     (No attention mask: it plays no part here, and the oracle builds it in O(L^2) Python.)"""
     documents = mock_documents(num_documents=100, vocab_size=128, eod_id=0, seed=0, max_length=4096)
@@ -48,7 +48,7 @@ def test_with_an_in_vocabulary_pad_id_the_cache_alias_bug_fires_on_almost_every_
         sequence_length=256, vocab_size=128, eod_id=0, pad_id=7, create_attention_mask=False
     )
     buggy = CacheAliasGPTDataset(documents, config)
-    oracle = OracleGPTDataset(documents, config, buggy.document_index, buggy.shuffle_index)
+    oracle = OracleGPTDataset(documents, config)
     checked = range(1, 201)  # dataset[0] fills the cache
     wrong = [k for k in checked if not torch.equal(buggy[k]["loss_mask"], oracle[k]["loss_mask"])]
     fraction = len(wrong) / len(checked)

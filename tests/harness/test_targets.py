@@ -43,13 +43,35 @@ class InstalledEntryPoint:
 
 
 def _installed(monkeypatch, loads: object) -> None:
-    point = InstalledEntryPoint("extra", loads)
+    point = InstalledEntryPoint(getattr(loads, "name", "extra"), loads)
     monkeypatch.setattr(targets, "entry_points", lambda group: [point] if group == targets.ENTRY_POINT_GROUP else [])
 
 
 def test_an_installed_package_adds_a_target(monkeypatch):
     _installed(monkeypatch, EXTRA)
     assert get_target("my-dataset") is EXTRA
+
+
+class BrokenEntryPoint:
+    """An installed adapter whose import fails."""
+
+    name = "broken-adapter"
+
+    def load(self):
+        raise ImportError("No module named 'missing_dependency'")
+
+
+def test_a_broken_adapter_breaks_only_a_run_that_selects_it(monkeypatch):
+    monkeypatch.setattr(targets, "entry_points", lambda group: [BrokenEntryPoint()])
+    assert get_target("impl").name == "impl"  # never loads the entry point
+    with pytest.raises(targets.TargetLoadError, match="'broken-adapter'.*failed to load: ImportError: No module named"):
+        get_target("broken-adapter")
+    assert any(isinstance(line, str) and "NOT LOADED" in line for line in targets.listed_targets())
+
+
+def test_optional_targets_are_not_default_columns():
+    assert all(target.requires is None for target in targets.default_targets().values())
+    assert "megatron-core" not in targets.default_targets()
 
 
 def test_an_entry_point_must_load_a_target(monkeypatch):
