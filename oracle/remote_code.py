@@ -1,22 +1,28 @@
-"""The oracle built from NVIDIA's own remote code on disk, at the tiny config (SPEC §5.1).
+"""The oracle built from NVIDIA's own remote code on disk, at the tiny config (docs/diffusion-model.md).
 
 The built-in oracle (``oracle.nemotron_diffusion``) restates the published contract; this module loads
-the published code itself, through transformers' remote-code loading, so the two can be held to each
-other bit for bit on the same weights. Only an explicit local folder is accepted: a string that is not
-an existing folder is refused before transformers sees it, so nothing is ever looked up on the Hub.
-Imports nothing from ``impl`` or ``parity``.
+the published code itself, as published, through transformers' remote-code loading, so the two can be
+held to each other bit for bit on the same weights. The folder's classes are imported and probed once
+per process (does it run under this transformers, does it return the contract, is it bidirectional);
+building a model afterwards costs what building the built-in one costs. Only an explicit local folder
+is accepted: a string that is not an existing folder is refused before transformers sees it, so
+nothing is ever looked up on the Hub. Imports nothing from ``impl`` or ``parity``.
 """
 
 from __future__ import annotations
 
+import functools
 import json
 import os
 from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 
 import torch
+import transformers
 from torch import nn
-from transformers import AutoConfig, AutoModel, PreTrainedConfig
+from transformers import PreTrainedConfig
+from transformers.dynamic_module_utils import get_class_from_dynamic_module
 
 from oracle.nemotron_diffusion import TINY_CONFIG, build_tiny_model
 
@@ -71,24 +77,76 @@ def check_remote_code_folder(folder: str | os.PathLike) -> Path:
     return path.resolve()
 
 
-def tiny_remote_config(loaded: PreTrainedConfig, **overrides) -> PreTrainedConfig:
-    """The loaded config rebuilt at ``TINY_CONFIG`` (plus ``overrides``), bidirectional like the built-in one.
+class RemoteCodeError(RuntimeError):
+    """The folder's code cannot serve as the oracle under this installation; the message says why and what to do.
 
-    Rebuilt through ``from_dict`` rather than patched with ``setattr``: a config derives fields in
-    ``__post_init__`` (RoPE validation, head size), which patching afterwards would leave stale.
+    Raised once, at load, with one line: never a traceback from deep inside the folder's code.
     """
-    missing = sorted(key for key in TINY_CONFIG if not hasattr(loaded, key))
+
+
+#: The transformers releases known to run NVIDIA's published remote code (5.24 renamed the cache
+#: keyword the published ``forward`` passes into its output class).
+SUPPORTED_REMOTE_TRANSFORMERS = ">=5.19,<5.24"
+
+
+def remedy(folder: str | os.PathLike) -> str:
+    return f"install transformers{SUPPORTED_REMOTE_TRANSFORMERS} or use `tox -e nvidia -- {folder}`"
+
+
+@dataclass(frozen=True)
+class RemoteClasses:
+    """The folder's config and model classes and its published config, loaded once per folder."""
+
+    folder: Path
+    config_class: type
+    model_class: type
+    published: dict
+    loaded: PreTrainedConfig
+
+
+@functools.lru_cache(maxsize=None)
+def remote_classes(folder: str | os.PathLike) -> RemoteClasses:
+    """Import the folder's classes through transformers' remote-code loading, once per folder and process."""
+    path = check_remote_code_folder(folder)
+    raw = json.loads((path / "config.json").read_text())
+    auto_map = raw["auto_map"]
+    try:
+        config_class = get_class_from_dynamic_module(auto_map["AutoConfig"], path, local_files_only=True)
+        model_class = get_class_from_dynamic_module(auto_map["AutoModel"], path, local_files_only=True)
+        loaded = config_class.from_pretrained(path, local_files_only=True)
+    except Exception as error:  # an import that fails inside the folder's code
+        raise RemoteCodeError(
+            f"transformers {transformers.__version__} cannot import the remote code in {path} "
+            f"({type(error).__name__}: {_first_line(error)}); {remedy(path)}"
+        ) from None
+    return RemoteClasses(path, config_class, model_class, raw, loaded)
+
+
+def _first_line(error: BaseException) -> str:
+    text = str(error).strip()
+    return text.splitlines()[0] if text else type(error).__name__
+
+
+def tiny_remote_config(classes: RemoteClasses, **overrides) -> PreTrainedConfig:
+    """The folder's config class at ``TINY_CONFIG`` (plus ``overrides``), from its own published ``config.json``.
+
+    Nothing the published config lacks is added: bidirectionality is the model's own business (its
+    diffusion mode) and is checked by behaviour, not forced through a config field. Built through
+    ``from_dict`` rather than patched with ``setattr``: a config derives fields at construction
+    (RoPE validation, head size) that patching afterwards would leave stale.
+    """
+    missing = sorted(key for key in TINY_CONFIG if not hasattr(classes.loaded, key))
     if missing:
         raise ValueError(
-            f"the config loaded from {loaded._name_or_path!r} ({type(loaded).__name__}) has no field(s) "
-            f"{missing}; the tiny config sets them at the top level, as the published config.json has them"
+            f"the config of {classes.folder} ({classes.config_class.__name__}) has no field(s) {missing}; "
+            "the tiny config sets them at the top level, as the published config.json has them"
         )
-    wanted = {**TINY_CONFIG, "is_causal": False, **overrides}
-    config = type(loaded).from_dict({**loaded.to_dict(), **wanted})
+    wanted = {**TINY_CONFIG, **overrides}
+    config = classes.config_class.from_dict({**classes.loaded.to_dict(), **wanted})
     changed = [key for key, value in wanted.items() if not _holds(getattr(config, key, None), value)]
     if changed:
         raise ValueError(
-            f"{type(loaded).__name__} did not keep the tiny value of {changed}: "
+            f"{classes.config_class.__name__} did not keep the tiny value of {changed}: "
             + ", ".join(f"{key}={getattr(config, key, None)!r} (wanted {wanted[key]!r})" for key in changed)
         )
     return config
@@ -101,6 +159,57 @@ def _holds(actual, wanted) -> bool:
     return actual == wanted
 
 
+def _build(classes: RemoteClasses, config: PreTrainedConfig, seed: int, dtype: torch.dtype, attn_implementation: str) -> nn.Module:
+    with torch.random.fork_rng(devices=[]):
+        torch.manual_seed(seed)
+        # Built in the default dtype and cast after, as the built-in oracle is; the published
+        # config.json's own dtype (bfloat16) would otherwise pick the initialisation dtype.
+        model = classes.model_class._from_config(
+            config, dtype=torch.get_default_dtype(), attn_implementation=attn_implementation
+        )
+    return model.to(dtype)
+
+
+@functools.lru_cache(maxsize=None)
+def check_remote_model(folder: str | os.PathLike, attn_implementation: str = "sdpa") -> RemoteClasses:
+    """Load the folder's classes and probe its model once: it must run the published training call
+    under this transformers, return the published contract, and be bidirectional by behaviour.
+
+    Raises ``RemoteCodeError`` (one line naming the installed transformers and the remedy) when the
+    code cannot run here, ``ValueError`` when it runs but breaks the contract.
+    """
+    classes = remote_classes(folder)
+    ids = torch.arange(1, 9).remainder(TINY_CONFIG["mask_token_id"])[None, :].repeat(2, 1)
+    masked = torch.zeros_like(ids, dtype=torch.bool)
+    masked[:, ::3] = True
+    p_mask = torch.full(ids.shape, 0.5)
+    edited = ids.clone()
+    edited[:, -1] = (edited[:, -1] + 1) % TINY_CONFIG["mask_token_id"]
+    config = tiny_remote_config(classes)
+    try:
+        model = _build(classes, config, 0, torch.float32, attn_implementation).eval()
+        with torch.no_grad():
+            output = model(input_ids=ids, labels=ids, masked_indices=masked.clone(), p_mask=p_mask)
+            later = model(input_ids=edited, labels=edited, masked_indices=masked.clone(), p_mask=p_mask)
+    except Exception as error:
+        raise RemoteCodeError(
+            f"transformers {transformers.__version__} cannot run this folder's remote code "
+            f"({type(error).__name__}: {_first_line(error)}); {remedy(classes.folder)}"
+        ) from None
+    loss = getattr(output, "loss", None)
+    if not (isinstance(loss, tuple) and len(loss) == 2 and getattr(output, "logits", None) is not None):
+        raise ValueError(
+            f"{classes.model_class.__name__} from {classes.folder} does not return the published contract "
+            f"(an output with .loss = (sum_loss, num_mask_tokens) and .logits); got {type(output).__name__}"
+        )
+    if torch.equal(output.logits[:, 0], later.logits[:, 0]):
+        raise ValueError(
+            f"{classes.model_class.__name__} from {classes.folder} is not bidirectional: changing the last "
+            "token left the first position's logits unchanged"
+        )
+    return classes
+
+
 def load_remote_model(
     folder: str | os.PathLike,
     seed: int = 0,
@@ -110,24 +219,13 @@ def load_remote_model(
 ) -> nn.Module:
     """NVIDIA's model class from ``folder`` at the tiny config, with seeded weights, like ``build_tiny_model``.
 
-    The attention implementation defaults to the built-in model's (SDPA), since a bitwise comparison
-    needs both sides on the same kernels. The weights are seeded, not the built-in model's: use
-    ``copy_weights`` to compare the two on the same weights.
+    The folder is loaded and probed once per process (``check_remote_model``); each call then only
+    builds a model. The attention implementation defaults to the built-in model's (SDPA), since a
+    bitwise comparison needs both sides on the same kernels. The weights are seeded, not the
+    built-in model's: use ``copy_weights`` to compare the two on the same weights.
     """
-    path = check_remote_code_folder(folder)
-    loaded = AutoConfig.from_pretrained(path, trust_remote_code=True, local_files_only=True)
-    config = tiny_remote_config(loaded, **overrides)
-    with torch.random.fork_rng(devices=[]):
-        torch.manual_seed(seed)
-        # Built in the default dtype and cast after, as the built-in oracle is; the published
-        # config.json's own dtype (bfloat16) would otherwise pick the initialisation dtype.
-        model = AutoModel.from_config(
-            config,
-            trust_remote_code=True,
-            dtype=torch.get_default_dtype(),
-            attn_implementation=attn_implementation,
-        )
-    return model.to(dtype)
+    classes = check_remote_model(check_remote_code_folder(folder), attn_implementation)
+    return _build(classes, tiny_remote_config(classes, **overrides), seed, dtype, attn_implementation)
 
 
 def copy_weights(source: nn.Module, target: nn.Module) -> None:
@@ -164,6 +262,7 @@ def oracle_model_factory(folder: str | os.PathLike | None = None) -> Callable[..
     if folder is None:
         return build_tiny_model
     path = check_remote_code_folder(folder)
+    check_remote_model(path)
 
     def build_remote_model(seed: int = 0, dtype: torch.dtype = torch.float32, **overrides) -> nn.Module:
         model = load_remote_model(path, seed, dtype, **overrides)

@@ -1,153 +1,129 @@
-"""The oracle built from NVIDIA's remote code on disk agrees with the built-in one bit for bit (SPEC §5.1).
+"""The oracle built from remote code agrees with the built-in one bit for bit (docs/diffusion-model.md).
 
-A stand-in folder written here proves the loading path on every run; NVIDIA's real folder, when
-``--nemotron-remote-code`` or ``$PARITY_NEMOTRON_REMOTE_CODE`` names one, goes through the same check.
+The stand-in folder ``tests/assets/nemotron_standin`` (written for this repository, with the
+published layout: ``config.json`` with ``auto_map``, a configuration module, a modeling module that
+imports its backbone relatively, a ``ModelOutput``, the attention mask ignored in diffusion mode)
+proves the loading path on every run; it is imported and probed once per session. NVIDIA's real
+folder, when ``--nemotron-remote-code`` or ``$PARITY_NEMOTRON_REMOTE_CODE`` names one, goes through
+the same checks.
 """
 
 from __future__ import annotations
 
+import itertools
 import json
+import shutil
 import socket
 from pathlib import Path
 
 import pytest
 import torch
+import transformers
 from torch import nn
 
 from oracle.nemotron_diffusion import TINY_CONFIG, build_tiny_model, forward_process
-from oracle.remote_code import REMOTE_CODE_ENV, copy_weights, load_remote_model, oracle_model_factory
+from oracle.remote_code import (
+    REMOTE_CODE_ENV,
+    RemoteCodeError,
+    check_remote_model,
+    copy_weights,
+    load_remote_model,
+    oracle_model_factory,
+    remote_classes,
+)
 
 MASK_TOKEN_ID = TINY_CONFIG["mask_token_id"]
+STANDIN = Path(__file__).resolve().parent.parent / "assets" / "nemotron_standin"
 
-# The stand-in follows the published contract (an encoder ``Ministral3Model`` with an untied
-# ``diffusion_head``, ``(sum_loss, num_mask_tokens)`` with 1/p weighting) and is written here as text,
-# independently of the built-in oracle, which it never imports.
-STANDIN_CONFIGURATION = '''
-from huggingface_hub.dataclasses import strict
-from transformers import Ministral3Config
-
-
-@strict
-class StandinConfig(Ministral3Config):
-    model_type = "standin_diffusion"
-    mask_token_id: int = 100
-    dlm_paradigm: str = "bidirectional"
-    dlm_loss_weight: float | None = None
-
-    def __post_init__(self, **kwargs):
-        self.is_causal = self.dlm_paradigm != "bidirectional"
-        super().__post_init__(**kwargs)
-'''
-
-STANDIN_MODELING = '''
-from dataclasses import dataclass
-
-import torch.nn.functional as F
-from torch import nn
-from transformers import Ministral3Model, PreTrainedModel
-from transformers.utils import ModelOutput
-
-from .configuration_standin import StandinConfig
+#: dtype x padding attention mask x dlm_loss_weight x frozen head: every combination the issue names.
+AGREEMENT_CASES = [
+    pytest.param(dtype, padding, weight, frozen, id=f"{str(dtype)[6:]}-{'pad' if padding else 'nopad'}-w{weight}-{'frozen' if frozen else 'head'}")
+    for dtype, padding, weight, frozen in itertools.product(
+        (torch.float32, torch.float64), (False, True), (None, 0.25), (False, True)
+    )
+]
 
 
-@dataclass
-class StandinOutput(ModelOutput):
-    loss: tuple | None = None
-    logits: object = None
-
-
-class StandinModel(PreTrainedModel):
-    config_class = StandinConfig
-    base_model_prefix = "encoder"
-    _supports_sdpa = True
-
-    def __init__(self, config):
-        super().__init__(config)
-        self.encoder = Ministral3Model(config)
-        self.diffusion_head = nn.Linear(config.hidden_size, config.vocab_size, bias=False)
-        self.post_init()
-
-    def forward(self, input_ids, labels, masked_indices, p_mask, attention_mask=None):
-        noisy = input_ids.masked_fill(masked_indices, self.config.mask_token_id)
-        hidden = self.encoder(input_ids=noisy, attention_mask=attention_mask).last_hidden_state
-        logits = self.diffusion_head(hidden)
-        token_loss = F.cross_entropy(logits[masked_indices], labels[masked_indices], reduction="none")
-        loss = (token_loss / p_mask[masked_indices]).sum()
-        if self.config.dlm_loss_weight is not None:
-            loss = loss * self.config.dlm_loss_weight
-        return StandinOutput(loss=(loss, masked_indices.sum()), logits=logits)
-'''
-
-STANDIN_CONFIG_JSON = {
-    "architectures": ["StandinModel"],
-    "auto_map": {
-        "AutoConfig": "configuration_standin.StandinConfig",
-        "AutoModel": "modeling_standin.StandinModel",
-    },
-    "model_type": "standin_diffusion",
-    # Published-size values, so the tiny config demonstrably replaces them.
-    "hidden_size": 4096,
-    "num_hidden_layers": 34,
-    "vocab_size": 131072,
-    "mask_token_id": 100,
-    "eos_token_id": 11,
-    "dlm_paradigm": "bidirectional",
-    "dtype": "bfloat16",
-}
-
-
-def write_standin_folder(folder: Path, configuration: str = STANDIN_CONFIGURATION) -> Path:
-    """A snapshot-shaped folder of remote code; each test writes its own, so module names never collide."""
-    folder.mkdir(parents=True, exist_ok=True)
-    (folder / "config.json").write_text(json.dumps(STANDIN_CONFIG_JSON, indent=2))
-    (folder / "configuration_standin.py").write_text(configuration)
-    (folder / "modeling_standin.py").write_text(STANDIN_MODELING)
-    return folder
-
-
-def assert_bitwise_agreement(remote: nn.Module, seed: int = 0, draws: int = 3) -> None:
-    """Loss, mask count and every parameter gradient equal to the built-in oracle's, on its weights and draws."""
-    builtin = build_tiny_model(seed)
+def assert_bitwise_agreement(
+    folder, dtype=torch.float32, padding=False, dlm_loss_weight=None, frozen_head=False, seed=0, draws=2
+) -> None:
+    """Loss, mask count, logits and every parameter gradient equal to the built-in oracle's, bit for bit,
+    on its weights and draws."""
+    overrides = {} if dlm_loss_weight is None else {"dlm_loss_weight": dlm_loss_weight}
+    builtin = build_tiny_model(seed, dtype, **overrides)
+    remote = load_remote_model(folder, seed, dtype, **overrides)
     copy_weights(builtin, remote)
     assert remote.config._attn_implementation == builtin.config._attn_implementation
+    for model in (builtin, remote):
+        model.get_output_embeddings().weight.requires_grad_(not frozen_head)
     remote_parameters = dict(remote.named_parameters())
     generator = torch.Generator().manual_seed(seed)
     for draw in range(draws):
         input_ids = torch.randint(0, MASK_TOKEN_ID, (2, 12), generator=generator)
         _, masked, p_mask = forward_process(input_ids, MASK_TOKEN_ID, generator=generator)
+        attention_mask = None
+        if padding:
+            attention_mask = torch.ones_like(input_ids)
+            attention_mask[0, 7:] = 0
         assert masked.any(), f"draw {draw} masks nothing and would prove nothing"
         results = []
         for model in (builtin, remote):
             model.zero_grad(set_to_none=True)
-            loss, count = model(input_ids=input_ids, labels=input_ids, masked_indices=masked, p_mask=p_mask).loss
+            output = model(
+                input_ids=input_ids,
+                attention_mask=attention_mask,
+                labels=input_ids,
+                masked_indices=masked.clone(),
+                p_mask=p_mask,
+            )
+            loss, count = output.loss
             loss.backward()
-            results.append((loss.detach(), count))
-        (builtin_loss, builtin_count), (remote_loss, remote_count) = results
+            results.append((loss.detach(), count, output.logits.detach()))
+        (builtin_loss, builtin_count, builtin_logits), (remote_loss, remote_count, remote_logits) = results
         assert torch.equal(remote_count, builtin_count), f"draw {draw}: {remote_count} vs {builtin_count} masked"
         assert torch.equal(remote_loss, builtin_loss), f"draw {draw}: loss {remote_loss} vs {builtin_loss}"
+        assert torch.equal(remote_logits, builtin_logits), f"draw {draw}: logits differ"
         for name, parameter in builtin.named_parameters():
-            assert torch.equal(remote_parameters[name].grad, parameter.grad), f"draw {draw}: gradient of {name}"
+            theirs = remote_parameters[name].grad
+            if parameter.grad is None:
+                assert theirs is None, f"draw {draw}: {name} has a gradient only in the remote model"
+            else:
+                assert torch.equal(theirs, parameter.grad), f"draw {draw}: gradient of {name}"
 
 
-def test_standin_loads_through_remote_code_and_matches_builtin(tmp_path):
-    model = load_remote_model(write_standin_folder(tmp_path))
-    assert type(model).__module__.startswith("transformers_modules.")
-    assert type(model).__name__ == "StandinModel"
-    assert model.config.hidden_size == TINY_CONFIG["hidden_size"]
-    assert model.config.is_causal is False
-    assert_bitwise_agreement(model)
+@pytest.mark.parametrize(("dtype", "padding", "dlm_loss_weight", "frozen_head"), AGREEMENT_CASES)
+def test_standin_matches_builtin(dtype, padding, dlm_loss_weight, frozen_head):
+    assert_bitwise_agreement(STANDIN, dtype, padding, dlm_loss_weight, frozen_head)
 
 
-def test_nvidia_remote_code_matches_builtin(remote_code_folder):
+@pytest.mark.parametrize(("dtype", "padding", "dlm_loss_weight", "frozen_head"), AGREEMENT_CASES)
+def test_nvidia_remote_code_matches_builtin(remote_code_folder, dtype, padding, dlm_loss_weight, frozen_head):
     if remote_code_folder is None:
         pytest.skip(f"no NVIDIA remote-code folder: pass --nemotron-remote-code PATH or set {REMOTE_CODE_ENV}")
-    assert_bitwise_agreement(load_remote_model(remote_code_folder))
+    assert_bitwise_agreement(remote_code_folder, dtype, padding, dlm_loss_weight, frozen_head)
 
 
-def test_factory_gives_the_remote_model_the_builtin_weights(tmp_path, monkeypatch):
-    monkeypatch.setenv(REMOTE_CODE_ENV, str(write_standin_folder(tmp_path)))
+def test_standin_loads_through_remote_code_as_published():
+    model = load_remote_model(STANDIN)
+    assert type(model).__module__.startswith("transformers_modules.")
+    assert type(model).__name__ == "NemotronStandinModel"
+    assert model.config.hidden_size == TINY_CONFIG["hidden_size"]
+    assert "is_causal" not in model.config.to_dict(), "no config field the published config lacks is injected"
+    assert model.get_output_embeddings() is model.diffusion_head
+
+
+def test_classes_are_loaded_once_per_folder():
+    load_remote_model(STANDIN)
+    imports, probes = remote_classes.cache_info().misses, check_remote_model.cache_info().misses
+    first, second = load_remote_model(STANDIN, 1), load_remote_model(STANDIN, 2, torch.float64)
+    assert type(first) is type(second)
+    assert remote_classes.cache_info().misses == imports and check_remote_model.cache_info().misses == probes
+
+
+def test_factory_gives_the_remote_model_the_builtin_weights(monkeypatch):
+    monkeypatch.setenv(REMOTE_CODE_ENV, str(STANDIN))
     model = oracle_model_factory()(seed=3)
-    assert type(model).__name__ == "StandinModel"
+    assert type(model).__name__ == "NemotronStandinModel"
     expected = build_tiny_model(3).state_dict()
     assert all(torch.equal(tensor, expected[name]) for name, tensor in model.state_dict().items())
     monkeypatch.delenv(REMOTE_CODE_ENV)
@@ -161,6 +137,21 @@ def test_copy_weights_lists_every_unmatched_entry():
     message = str(raised.value)
     assert "encoder.layers.1.self_attn.q_proj.weight: only in source" in message
     assert "diffusion_head.weight: (97, 32) torch.float32 in source, (97, 32) torch.bfloat16 in target" in message
+
+
+def _standin_copy(tmp_path: Path, edit=None, config=None) -> Path:
+    """A copy of the stand-in with one file edited; each copy is its own module, so names never collide."""
+    folder = tmp_path / "standin_copy"
+    shutil.copytree(STANDIN, folder, ignore=shutil.ignore_patterns("__pycache__"))
+    if edit:
+        name, old, new = edit
+        text = (folder / name).read_text()
+        assert old in text, f"{old!r} not in {name}"
+        (folder / name).write_text(text.replace(old, new))
+    if config:
+        raw = json.loads((folder / "config.json").read_text())
+        (folder / "config.json").write_text(json.dumps({**raw, **config}))
+    return folder
 
 
 def _write(path: Path, text: str) -> Path:
@@ -185,8 +176,8 @@ BAD_FOLDERS = {
         "points at another Hub repository",
     ),
     "code missing": (
-        lambda tmp: _config_only(tmp, STANDIN_CONFIG_JSON),
-        "configuration_standin.py does not exist",
+        lambda tmp: _config_only(tmp, json.loads((STANDIN / "config.json").read_text())),
+        "configuration_nemotron_standin.py does not exist",
     ),
 }
 
@@ -203,24 +194,56 @@ def test_only_an_explicit_local_folder_is_accepted(case, tmp_path, monkeypatch):
         load_remote_model(make_folder(tmp_path))
 
 
+def test_code_this_transformers_cannot_run_is_one_clear_error(tmp_path):
+    """What transformers 5.24 does to the published forward, imitated: a TypeError deep in the output class."""
+    folder = _standin_copy(
+        tmp_path,
+        edit=("modeling_nemotron_standin.py", "NemotronStandinOutput(loss=loss, logits=logits)",
+              "NemotronStandinOutput(loss=loss, logits=logits, cache=None)"),
+    )
+    with pytest.raises(RemoteCodeError) as raised:
+        load_remote_model(folder)
+    message = str(raised.value)
+    assert "\n" not in message
+    assert f"transformers {transformers.__version__} cannot run this folder's remote code" in message
+    assert "unexpected keyword argument 'cache'" in message
+    assert "install transformers>=5.19,<5.24 or use `tox -e nvidia -- " in message
+
+
+def test_a_causal_model_is_refused_by_behaviour(tmp_path):
+    folder = _standin_copy(tmp_path, config={"dlm_paradigm": "autoregressive"})
+    with pytest.raises(ValueError, match="is not bidirectional: changing the last token"):
+        load_remote_model(folder)
+
+
 BARE_CONFIGURATION = '''
 from transformers import PreTrainedConfig
 
 
-class StandinConfig(PreTrainedConfig):
-    model_type = "standin_diffusion"
+class NemotronStandinConfig(PreTrainedConfig):
+    model_type = "nemotron_standin"
 '''
-
-STUBBORN_CONFIGURATION = STANDIN_CONFIGURATION.replace(
-    "super().__post_init__(**kwargs)", "super().__post_init__(**kwargs)\n        self.mask_token_id = 100"
-)
 
 
 @pytest.mark.parametrize(
-    ("configuration", "message"),
-    [(BARE_CONFIGURATION, r"has no field\(s\)"), (STUBBORN_CONFIGURATION, "did not keep the tiny value of")],
+    ("edit", "message"),
+    [
+        (("configuration_nemotron_standin.py", None, BARE_CONFIGURATION), r"has no field\(s\)"),
+        (
+            ("configuration_nemotron_standin.py", "    dp_varying_mask_ratio: bool = False\n",
+             "    dp_varying_mask_ratio: bool = False\n\n    def __post_init__(self, **kwargs):\n"
+             "        super().__post_init__(**kwargs)\n        self.mask_token_id = 100\n"),
+            "did not keep the tiny value of",
+        ),
+    ],
     ids=["nested or renamed fields", "config overrides the tiny values"],
 )
-def test_config_that_cannot_take_the_tiny_values_is_refused(configuration, message, tmp_path):
+def test_config_that_cannot_take_the_tiny_values_is_refused(edit, message, tmp_path):
+    name, old, new = edit
+    folder = _standin_copy(tmp_path)
+    if old is None:
+        (folder / name).write_text(new)
+    else:
+        folder = _standin_copy(tmp_path / "edited", edit=edit)
     with pytest.raises(ValueError, match=message):
-        load_remote_model(write_standin_folder(tmp_path, configuration))
+        load_remote_model(folder)
