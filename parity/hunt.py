@@ -8,7 +8,7 @@ counterexample, because Hypothesis replays the minimal failure once more after s
 from __future__ import annotations
 
 import time
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field
 
 from collections.abc import Sequence
 
@@ -26,6 +26,8 @@ class Hunt:
     seconds_total: float = 0.0
     counterexample: str = ""
     message: str = ""
+    #: What the check returned besides passing (hazards, precision notes), each once, in order.
+    notes: list[str] = field(default_factory=list)
 
     @property
     def found(self) -> bool:
@@ -73,7 +75,9 @@ def hunt(
         nonlocal calls
         calls += 1
         try:
-            check(subject, *args)
+            for note in check(subject, *args) or ():
+                if note not in found.notes:
+                    found.notes.append(note)
         except AssertionError as failure:
             if found.examples_to_failure is None:
                 found.examples_to_failure = calls

@@ -8,7 +8,8 @@ a property is one entry (docs/design.md, Properties).
 
 Paths are ``"module:attribute"`` strings, loaded when a property is used, so reading the table
 imports neither torch nor transformers. A check is called as ``check(interface, **arguments)``, plus
-``device=`` when it takes one; it raises ``AssertionError`` on a counterexample.
+``device=`` and ``target=`` when it takes them; it raises ``AssertionError`` on a counterexample and
+may return notes (strings: hazards, precision findings) that accompany a passing verdict.
 """
 
 from __future__ import annotations
@@ -68,13 +69,15 @@ class Property:
     def explicit_examples(self) -> list[dict[str, Any]]:
         return [] if self.examples is None else [dict(example) for example in load(self.examples)]
 
-    def takes_device(self) -> bool:
-        return "device" in inspect.signature(self.check_function()).parameters
-
-    def run(self, subject: Any, arguments: Mapping[str, Any], device: str = "cpu") -> None:
-        """One example: ``check(subject, **arguments)``; ``AssertionError`` on a counterexample."""
-        extra = {"device": device} if self.takes_device() else {}
-        self.check_function()(subject, **arguments, **extra)
+    def run(
+        self, subject: Any, arguments: Mapping[str, Any], device: str = "cpu", target: Target | None = None
+    ) -> list[str]:
+        """One example: ``check(subject, **arguments)``; ``AssertionError`` on a counterexample.
+        Returns the check's notes (none when it returns nothing)."""
+        check = self.check_function()
+        accepted = inspect.signature(check).parameters
+        extra = {key: value for key, value in (("device", device), ("target", target)) if key in accepted}
+        return list(check(subject, **arguments, **extra) or ())
 
     def applies_to(self, target: Target) -> bool:
         return target.provides(self.interface)
@@ -88,12 +91,13 @@ class Property:
         shrink: bool = True,
         explicit: bool = True,
         device: str = "cpu",
+        target: Target | None = None,
     ) -> Hunt:
         """Search for a counterexample on ``subject``: the explicit examples first (unless
         ``explicit=False``, to measure the random search alone), then drawn ones."""
         examples = [(arguments,) for arguments in self.explicit_examples()] if explicit else []
         return hunt(
-            lambda target_subject, arguments: self.run(target_subject, arguments, device),
+            lambda target_subject, arguments: self.run(target_subject, arguments, device, target),
             subject,
             st.tuples(self.strategy()),
             max_examples=max_examples,

@@ -289,11 +289,14 @@ def _property_cell(prop, target: Target, options: Options) -> tuple[str, bool]:
             max_examples=options.examples,
             shrink=False,
             device=options.device if options.device in prop.devices else "cpu",
+            target=target,
         )
     except Exception as error:  # the target (or the harness) raised: a crash, not a counterexample
         return f"crashed: {type(error).__name__}: {_first_line(error)}", True
     if found.found:
         return f"FAILS at example {found.examples_to_failure}: {_first_line(found.message)}", True
+    if found.notes:
+        return f"holds; note: {'; '.join(_first_line(note) for note in found.notes[:2])}", False
     return "holds", False
 
 

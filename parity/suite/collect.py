@@ -8,6 +8,7 @@ explicit examples run first, and a training-sized property takes a fraction of t
 from __future__ import annotations
 
 import inspect
+import warnings
 
 import pytest
 from hypothesis import example, given, settings
@@ -17,13 +18,19 @@ from parity.property_table import Property
 from parity.pytest_plugin import device_params, target_interface
 
 
+class ParityNote(UserWarning):
+    """A finding that accompanies a passing verdict (a hazard, a precision note): shown in pytest's
+    warnings summary, never a failure."""
+
+
 def property_test(prop: Property):
     strategies = prop.strategies()
 
     def test(target, device, **arguments):
         subject = target_interface(target, prop.interface)
         make_deterministic(device)
-        prop.run(subject, arguments, device)
+        for note in prop.run(subject, arguments, device, target):
+            warnings.warn(ParityNote(f"{target.name}: {prop.name}: {note}"), stacklevel=1)
 
     keyword = inspect.Parameter.KEYWORD_ONLY
     test.__signature__ = inspect.Signature(

@@ -27,9 +27,12 @@ def even_arguments():
 EVEN_EXAMPLES = ({"n": 35},)
 
 
-def check_doubling_is_even(double, n):
+def check_doubling_is_even(double, n, target=None):
     """Doubling gives an even number."""
     assert double(n) % 2 == 0, f"double({n}) = {double(n)} is odd"
+    if n % 7 == 0 and target is not None and target.name == "throwaway:good":
+        return [f"{n} is a multiple of seven"]  # a note beside a passing verdict, like a hazard
+    return None
 
 
 def double(n):
@@ -64,7 +67,8 @@ def with_throwaway(monkeypatch):
 def test_the_entry_becomes_a_pytest_test_of_the_suite(with_throwaway):
     test = getattr(with_throwaway, THROWAWAY.test_name)
     assert test.__doc__ == "Doubling gives an even number."
-    test(target=GOOD, device="cpu")
+    with pytest.warns(with_throwaway.ParityNote, match="throwaway:good: harness/throwaway-doubling-is-even: .* is a multiple of seven"):
+        test(target=GOOD, device="cpu")  # notes are warnings beside a passing test
     with pytest.raises(AssertionError, match="is odd"):
         test(target=BUG, device="cpu")
 
@@ -81,7 +85,7 @@ def test_the_entry_is_a_known_bug_check(with_throwaway):
 def test_the_entry_is_a_row_of_the_report(with_throwaway):
     result = properties_scenario([GOOD, BUG], Options(examples=3), lambda message: None)
     good, bug = result.columns
-    assert good.figures[THROWAWAY.name] == "holds" and good.verdict == "within budget (ok)"
+    assert good.figures[THROWAWAY.name].startswith("holds; note: ") and good.verdict == "within budget (ok)"
     assert bug.figures[THROWAWAY.name].startswith("FAILS at example 1: double(35) = 71 is odd")
     assert bug.verdict == "outside budget (caught)" and result.as_expected
 
