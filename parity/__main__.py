@@ -46,7 +46,28 @@ def report_parser(parser: argparse.ArgumentParser | None = None) -> argparse.Arg
     parser.add_argument("--examples", type=int, default=3, metavar="N",
                         help="drawn examples per property in the `properties` scenario (default: 3)")
     parser.add_argument("--json", metavar="PATH", help="also write the results as JSON")
+    parser.add_argument("--nemotron-remote-code", metavar="FOLDER", default=None,
+                        help="build the oracle model from NVIDIA's remote code in this local folder (config.json and "
+                             "*.py; default: $PARITY_NEMOTRON_REMOTE_CODE; never a Hub id)")
     return parser
+
+
+def use_remote_code(folder: str | None) -> str | None:
+    """Load and probe the remote-code folder once, before any scenario; the oracle model factory then
+    finds it through the environment (as DDP worker processes do). ``None``: the built-in oracle."""
+    import os
+
+    from oracle.remote_code import REMOTE_CODE_ENV, RemoteCodeError, check_remote_code_folder, check_remote_model
+
+    folder = folder or os.environ.get(REMOTE_CODE_ENV) or None
+    if folder is None:
+        return None
+    try:
+        check_remote_model(check_remote_code_folder(folder))
+    except (RemoteCodeError, ValueError) as error:
+        return f"error: {error}"
+    os.environ[REMOTE_CODE_ENV] = folder
+    return None
 
 
 def report(parser: argparse.ArgumentParser, args: argparse.Namespace) -> int:
@@ -66,6 +87,10 @@ def report(parser: argparse.ArgumentParser, args: argparse.Namespace) -> int:
     if args.examples < 0:
         parser.error(f"--examples must be >= 0, got {args.examples}")
     options = Options(device=device, dtype=args.dtype, seed=args.seed, ddp=args.ddp, examples=args.examples)
+    problem = use_remote_code(args.nemotron_remote_code)
+    if problem:  # one line, no usage text, no traceback
+        print(f"{parser.prog}: {problem}", file=sys.stderr)
+        return 2
 
     from parity.devices import make_deterministic
 

@@ -92,8 +92,12 @@ def pytest_configure(config: pytest.Config) -> None:
         raise pytest.UsageError(str(error)) from None
     remote_code = config.getoption("--nemotron-remote-code")
     if remote_code:  # through the environment, so that DDP worker processes build the same model
-        from oracle.remote_code import REMOTE_CODE_ENV
+        from oracle.remote_code import REMOTE_CODE_ENV, RemoteCodeError, check_remote_code_folder, check_remote_model
 
+        try:  # loaded and probed once here: a folder this transformers cannot run is a usage error
+            check_remote_model(check_remote_code_folder(remote_code))
+        except (RemoteCodeError, ValueError) as error:
+            raise pytest.UsageError(str(error)) from None
         os.environ[REMOTE_CODE_ENV] = remote_code
     share_cores(int(os.environ.get("PYTEST_XDIST_WORKER_COUNT", "1")))
 

@@ -30,13 +30,18 @@ class Column:
     expect: str  # "pass", "fail", or "reference" for the oracle
     holds: bool | None
     figures: dict[str, Any]
+    error: str | None = None  # the scenario failed to build or run: never as expected
 
     @property
     def as_expected(self) -> bool:
+        if self.error is not None:
+            return False
         return self.expect == "reference" or self.holds == (self.expect == "pass")
 
     @property
     def verdict(self) -> str:
+        if self.error is not None:
+            return "error (UNEXPECTED)"
         if self.expect == "reference":
             return "reference"
         state = "within budget" if self.holds else "outside budget"
@@ -336,7 +341,12 @@ def run_report(
         if scenario.needs_ddp and not options.ddp and not only:
             continue
         columns = [t for t in targets if scenario.interface == "any" or t.provides(scenario.interface)]
-        result = scenario.run(columns, options, progress) if columns else None
+        try:
+            result = scenario.run(columns, options, progress) if columns else None
+        except Exception as error:  # failed to build or run: a failed cell with the error's first line
+            message = f"{type(error).__name__}: {_first_line(error)}"
+            result = ScenarioResult(scenario.name, "failed to build or run", "-")
+            result.columns.append(Column("error", "pass", None, {"error": message}, error=message))
         if result is not None and result.columns:
             results.append(result)
     return results
