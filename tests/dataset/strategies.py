@@ -200,3 +200,20 @@ MOCK_DATA_CASE = DatasetCase(
 )
 
 EXPLICIT_CASES = {"upstream-pr": UPSTREAM_PR_CASE, "mock-data-in-vocab-pad": MOCK_DATA_CASE}
+
+# megatron-core 0.16.1's index crash, as Hypothesis shrank it: a valid split keeps its partial
+# sample, the extra token is on, and the shuffle puts the empty document last, so the walk that
+# builds the sample index ends at offset 0 - 1 = -1 and megatron's own sanity check rejects it.
+MEGATRON_CRASH_CASE = DatasetCase(
+    documents=(np.array([], dtype=np.int64), np.array([1, 1], dtype=np.int64)),
+    config=GPTDatasetConfig(
+        sequence_length=2,
+        vocab_size=2,
+        eod_id=0,
+        pad_id=1,
+        create_attention_mask=False,
+        split="valid",
+        drop_last_partial_validation_sequence=False,
+        random_seed=0,
+    ),
+)
