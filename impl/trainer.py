@@ -1,11 +1,15 @@
 """A ``transformers.Trainer`` that trains the masked-diffusion model with window normalisation.
 
-It uses the Trainer's public gradient-accumulation contract (SPEC §5.4): ``get_batch_samples``
+It uses the Trainer's public gradient-accumulation contract (docs/trainer.md): ``get_batch_samples``
 fetches the window, so that is where the whole window is noised and its masked tokens counted
 (gathered over ranks when ``average_tokens_across_devices``); ``compute_loss`` returns
 ``S_g * scale / N``; ``loss_is_scaled_for_ga = True`` tells ``training_step`` not to divide again.
-Evaluation noises each batch alone and uses its own count. Every realized draw is recorded so a
-harness can replay the step in the oracle.
+Evaluation noises each batch alone and uses its own count.
+
+The noise is drawn from torch's global generator in the published order (every row's ``t``, then the
+per-token uniforms), as the published model's own noising does; the Trainer seeds it from
+``args.seed``. The realized draws are kept in ``train_draws`` / ``eval_draws`` for anyone who wants
+them; nothing requires them (a harness observes the model's inputs instead).
 """
 
 from __future__ import annotations
@@ -37,9 +41,14 @@ class WindowedDiffusionTrainer(Trainer):
 
     loss_is_scaled_for_ga = True
     diffusion_loss = WINDOWED_LOSS
+    #: How this trainer uses the model: it passes labels, masks and ``p`` and reads ``.loss``.
+    model_contract = "loss-pair"
+    #: The noising's ``eps`` (a subclass, or the ``eps`` keyword, may change it).
+    eps = 1e-3
 
-    def __init__(self, *args, eps: float = 1e-3, noise_seed: int | None = None, **kwargs):
+    def __init__(self, *args, eps: float | None = None, **kwargs):
         super().__init__(*args, **kwargs)
+        eps = type(self).eps if eps is None else eps
         config = self.model.config
         if not 0 <= config.mask_token_id < config.vocab_size:
             raise ValueError(
@@ -49,9 +58,6 @@ class WindowedDiffusionTrainer(Trainer):
         if not 0.0 < eps <= 1.0:
             raise ValueError(f"eps must lie in (0, 1], got {eps!r}")
         self.eps = eps
-        seed = (self.args.seed if noise_seed is None else noise_seed) + self.args.process_index
-        self.noise_generator = torch.Generator().manual_seed(seed)
-        self.eval_noise_generator = torch.Generator().manual_seed(seed + 1_000_003)
         #: ``train_draws[k]`` is optimizer step k's window on this rank; ``eval_draws`` one per eval batch.
         self.train_draws: list[list[RealizedDraw]] = []
         self.eval_draws: list[RealizedDraw] = []
@@ -80,7 +86,7 @@ class WindowedDiffusionTrainer(Trainer):
         batches = list(itertools.islice(epoch_iterator, num_batches))
         if not batches:
             return batches, None
-        noised = self._noise(batches, self.noise_generator)
+        noised = self._noise(batches, torch.default_generator)
         self.train_draws.append([self._record(b, n) for b, n in zip(batches, noised, strict=True)])
         count = self.diffusion_loss.window_count(
             [{"masked_indices": n["masked_indices"].to(device)} for n in noised],
@@ -95,7 +101,7 @@ class WindowedDiffusionTrainer(Trainer):
             )
             count = WindowCount(num_items_in_batch, loss_scale=scale)
         else:  # evaluation or a direct call: this batch alone, its own denominator
-            (noised,) = self._noise([inputs], self.eval_noise_generator)
+            (noised,) = self._noise([inputs], torch.default_generator)
             self.eval_draws.append(self._record(inputs, noised))
             inputs, count = noised, None
         loss = self.diffusion_loss.microbatch_loss(model, inputs, count)

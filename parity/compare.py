@@ -1,4 +1,4 @@
-"""The float budget of SPEC §6: the oracle's own error, in the working dtype, sets the tolerance.
+"""The float budget (docs/budget.md): the oracle's own error, in the working dtype, sets the tolerance.
 
 For every tensor: ``golden`` is the oracle in float64 on the CPU, ``ref`` the oracle in the working
 dtype on the working device, ``out`` the target likewise. The target may be at most twice as wrong
@@ -14,8 +14,16 @@ computation of this size carries.
 The floor's magnitude is that of the tensor's *group* (all gradients of a step, all parameters of
 a step), not of the tensor alone: rounding in backpropagation scales with the quantities flowing
 through the network, so a gradient that is pure cancellation (~1e-16 in float64, true value zero)
-carries the rounding of its neighbours, not a rounding of its own vanishing size. This departs
-from SPEC §6's per-tensor floor, which such tensors break; the 2x reference term is per tensor.
+carries the rounding of its neighbours, not a rounding of its own vanishing size. The 2x reference
+term stays per tensor.
+
+A difference that breaks the budget is *named* (``Comparison.kind``): ``normalisation`` (off by far
+more than any rounding, the way a wrong denominator is), ``precision`` (a float64 run whose error
+fits the float32 budget: lower-precision arithmetic inside the target; a note on a passing verdict
+unless precision is strict), ``mismatch`` (beyond the budget but too small to be a wrong
+denominator). Runs add findings that are not tensor comparisons: ``noise`` (the realized masks or
+``p`` are not the published noising) and ``crash`` (the target raised). ``judge`` turns both into
+one :class:`Verdict`; see docs/budget.md for the margins behind the numbers.
 
 A tolerance derived this way follows the dtype, the device and the size of the problem; a magic
 number would not.
@@ -24,13 +32,19 @@ number would not.
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
 
 import torch
 
 REFERENCE_FACTOR = 2.0
 FLOOR_ULPS = 4.0
+#: Relative error (to the tensor group's magnitude) above which a difference is a wrong quantity,
+#: not rounding: float32 rounding of these tiny models stays below 1e-5 relative (docs/budget.md).
+NORMALISATION_RELATIVE = 1e-4
+
+#: Every kind a verdict may name.
+KINDS = ("normalisation", "precision", "noise", "crash", "mismatch")
 
 
 @dataclass(frozen=True)
@@ -44,10 +58,39 @@ class Comparison:
     worst_index: tuple[int, ...]
     out_value: float
     golden_value: float
+    #: Structured identity, for code that builds on comparisons (None where not applicable).
+    step: int | None = None
+    quantity: str | None = None  # "loss", "grad", "param", "eval loss", "batch loss", ...
+    tensor: str | None = None  # the parameter's name for grads and params
+    rank: int | None = None
+    #: The magnitude the floor is taken from (the tensor's group, or the tensor's own if larger).
+    magnitude: float = 0.0
+    #: In a float64 run: the budget the same tensor would have in ``lower_dtype`` (from the oracle
+    #: run in that dtype); what tells lower-precision arithmetic from a wrong quantity.
+    lower_dtype: str | None = None
+    lower_budget: float | None = None
 
     @property
     def holds(self) -> bool:
         return self.error <= self.budget
+
+    @property
+    def relative_error(self) -> float:
+        scale = max(self.magnitude, abs(self.golden_value))
+        return self.error / scale if scale > 0 else (0.0 if self.error == 0 else float("inf"))
+
+    @property
+    def kind(self) -> str | None:
+        """None when it holds; else what kind of difference this is (see the module docstring)."""
+        if self.holds:
+            return None
+        if not math.isfinite(self.error):
+            return "mismatch"
+        if self.lower_budget is not None and self.error <= self.lower_budget:
+            return "precision"
+        if self.relative_error >= NORMALISATION_RELATIVE:
+            return "normalisation"
+        return "mismatch"
 
     @property
     def ratio(self) -> float:
@@ -61,10 +104,14 @@ class Comparison:
                 f"{list(self.worst_index)}), so no budget exists: the case diverges, not the target"
             )
         verdict = "within" if self.holds else "exceeds"
+        prefix = "" if self.holds else f"[{self.kind}] "
+        lower = ""
+        if not self.holds and self.lower_budget is not None:
+            lower = f"; {'within' if self.error <= self.lower_budget else 'exceeds'} the {self.lower_dtype} budget {self.lower_budget:.3e}"
         return (
-            f"{self.name}: max|out - golden| = {self.error:.3e} at index {list(self.worst_index)} "
+            f"{prefix}{self.name}: max|out - golden| = {self.error:.3e} at index {list(self.worst_index)} "
             f"(out {self.out_value:.9g}, golden {self.golden_value:.9g}) {verdict} the budget {self.budget:.3e} "
-            f"= {REFERENCE_FACTOR:g} x reference error {self.reference_error:.3e} + floor"
+            f"= {REFERENCE_FACTOR:g} x reference error {self.reference_error:.3e} + floor{lower}"
         )
 
 
@@ -86,10 +133,21 @@ def _error(tensor: torch.Tensor, golden64: torch.Tensor) -> torch.Tensor:
 
 
 def compare_tensor(
-    name: str, out: torch.Tensor, refs: Sequence[torch.Tensor], golden: torch.Tensor, scale: float = 0.0
+    name: str,
+    out: torch.Tensor,
+    refs: Sequence[torch.Tensor],
+    golden: torch.Tensor,
+    scale: float = 0.0,
+    *,
+    lower_refs: Sequence[torch.Tensor] = (),
+    **identity,
 ) -> Comparison:
-    """``scale``: the magnitude of the tensor's group, for the floor (the tensor's own when larger)."""
-    if any(t.shape != golden.shape for t in (out, *refs)):
+    """``scale``: the magnitude of the tensor's group, for the floor (the tensor's own when larger).
+
+    ``lower_refs``: the oracle in a lower dtype (float32 beside a float64 run), for the budget that
+    names a precision finding. ``identity``: ``step``, ``quantity``, ``tensor``, ``rank``.
+    """
+    if any(t.shape != golden.shape for t in (out, *refs, *lower_refs)):
         raise AssertionError(
             f"{name}: shapes differ: out {tuple(out.shape)}, refs {[tuple(r.shape) for r in refs]}, "
             f"golden {tuple(golden.shape)}"
@@ -102,8 +160,15 @@ def compare_tensor(
     magnitude = max(scale, golden64.abs().max().item() if golden64.numel() else 0.0)
     floor = FLOOR_ULPS * torch.finfo(out.dtype).eps * magnitude
     ref_max = ref_error.max().item() if ref_error.numel() else 0.0
+    lower_dtype = lower_budget = None
+    if lower_refs:
+        lower = lower_refs[0].dtype
+        lower_max = max((_error(r, golden64).max().item() if r.numel() else 0.0) for r in lower_refs)
+        lower_dtype = str(lower).removeprefix("torch.")
+        lower_budget = REFERENCE_FACTOR * lower_max + FLOOR_ULPS * torch.finfo(lower).eps * magnitude
+    extra = dict(magnitude=magnitude, lower_dtype=lower_dtype, lower_budget=lower_budget, **identity)
     if out_error.numel() == 0:
-        return Comparison(name, 0.0, ref_max, floor, (), 0.0, 0.0)
+        return Comparison(name, 0.0, ref_max, floor, (), 0.0, 0.0, **extra)
     flat = int(out_error.argmax())
     worst = tuple(int(i) for i in torch.unravel_index(torch.tensor(flat), out_error.shape)) if out_error.dim() else ()
     return Comparison(
@@ -114,6 +179,7 @@ def compare_tensor(
         worst_index=worst,
         out_value=out.detach().reshape(-1)[flat].item(),
         golden_value=golden64.reshape(-1)[flat].item(),
+        **extra,
     )
 
 
@@ -121,18 +187,37 @@ def compare_states(
     out: Mapping[str, torch.Tensor | None],
     refs: Sequence[Mapping[str, torch.Tensor | None]],
     golden: Mapping[str, torch.Tensor | None],
+    *,
+    lower_refs: Sequence[Mapping[str, torch.Tensor | None]] = (),
+    names: Mapping[str, str] | None = None,
+    **identity,
 ) -> list[Comparison]:
-    """Compare one group of same-keyed tensors; a key missing (or None) in one result only is a failure."""
-    for result in (out, *refs):
+    """Compare one group of same-keyed tensors; a key missing (or None) in one result only is a failure.
+
+    ``names`` maps a key to the comparison's display name (default: the key); the key itself is
+    the comparison's ``tensor`` field.
+    """
+    for result in (out, *refs, *lower_refs):
         if set(result) != set(golden):
             raise AssertionError(f"tensor names differ from the golden's: {sorted(set(result) ^ set(golden))}")
     scale = max((t.detach().abs().max().item() for t in golden.values() if t is not None and t.numel()), default=0.0)
     comparisons = []
-    for name in golden:
-        if len({result[name] is None for result in (out, *refs, golden)}) > 1:
+    for key in golden:
+        name = key if names is None else names[key]
+        if len({result[key] is None for result in (out, *refs, *lower_refs, golden)}) > 1:
             raise AssertionError(f"{name}: present in some results and None in others (a gradient path differs)")
-        if golden[name] is not None:
-            comparisons.append(compare_tensor(name, out[name], [ref[name] for ref in refs], golden[name], scale))
+        if golden[key] is not None:
+            comparisons.append(
+                compare_tensor(
+                    name,
+                    out[key],
+                    [ref[key] for ref in refs],
+                    golden[key],
+                    scale,
+                    lower_refs=[ref[key] for ref in lower_refs],
+                    **{"tensor": key, **identity},
+                )
+            )
     return comparisons
 
 
@@ -140,3 +225,106 @@ def assert_within_budget(comparisons: list[Comparison]) -> None:
     failures = [c for c in comparisons if not c.holds]
     if failures:
         raise BudgetExceeded(failures)
+
+
+# --- verdicts: comparisons plus the findings that are not tensor comparisons ---------------------
+
+
+@dataclass(frozen=True)
+class Finding:
+    """A difference that is not a tensor held to a budget: ``noise`` or ``crash``."""
+
+    kind: str
+    message: str
+    step: int | None = None
+    rank: int | None = None
+
+    def describe(self) -> str:
+        where = "".join(
+            [f"rank {self.rank} " if self.rank is not None else "", f"step {self.step} " if self.step is not None else ""]
+        )
+        return f"[{self.kind}] {where}{self.message}"
+
+
+@dataclass
+class Verdict:
+    """Everything a run was held to, and what kind of difference each failure is."""
+
+    comparisons: list[Comparison]
+    findings: list[Finding] = field(default_factory=list)
+    strict_precision: bool = False
+
+    @property
+    def failures(self) -> list[Comparison]:
+        """Comparisons that fail the verdict (a precision finding only when precision is strict)."""
+        return [
+            c for c in self.comparisons if not c.holds and (c.kind != "precision" or self.strict_precision)
+        ]
+
+    @property
+    def notes(self) -> list[Comparison]:
+        """Precision findings on a verdict that passes them (not strict)."""
+        return [] if self.strict_precision else [c for c in self.comparisons if c.kind == "precision"]
+
+    @property
+    def holds(self) -> bool:
+        return not self.failures and not self.findings
+
+    @property
+    def kinds(self) -> list[str]:
+        """The kinds of every failure and finding (and of the notes), in ``KINDS`` order."""
+        present = {c.kind for c in self.comparisons if not c.holds} | {f.kind for f in self.findings}
+        return [kind for kind in KINDS if kind in present]
+
+    @property
+    def failure_kinds(self) -> list[str]:
+        present = {c.kind for c in self.failures} | {f.kind for f in self.findings}
+        return [kind for kind in KINDS if kind in present]
+
+    @property
+    def worst_ratio(self) -> float:
+        return max((c.ratio for c in self.comparisons), default=0.0)
+
+    def summary(self) -> str:
+        """One line: ``holds``, or the failing kinds; precision notes appended."""
+        if self.holds:
+            text = f"holds (worst error/budget {self.worst_ratio:.3g})"
+        else:
+            text = "FAILS: " + ", ".join(self.failure_kinds)
+        if self.notes:
+            text += f"; note: precision ({len(self.notes)} tensors at {self.notes[0].lower_dtype} rounding)"
+        return text
+
+    def describe(self, shown: int = 5) -> str:
+        lines = [f.describe() for f in self.findings[:shown]]
+        failures = sorted(self.failures, key=lambda c: c.ratio, reverse=True)
+        lines += [c.describe() for c in failures[:shown]]
+        if len(failures) > shown:
+            lines.append(f"... and {len(failures) - shown} more tensors outside their budget")
+        if self.notes:
+            lines.append(
+                f"note: {len(self.notes)} tensors exceed the float64 budget but fit the {self.notes[0].lower_dtype} "
+                f"budget: a precision finding (fails only with strict precision), e.g. {self.notes[0].describe()}"
+            )
+        return "\n".join(lines)
+
+
+def judge(
+    comparisons: Iterable[Comparison], findings: Iterable[Finding] = (), *, strict_precision: bool = False
+) -> Verdict:
+    return Verdict(list(comparisons), list(findings), strict_precision)
+
+
+class ParityFailure(AssertionError):
+    """A run broke parity: its kinds lead the message (``normalisation, noise: ...``)."""
+
+    def __init__(self, verdict: Verdict):
+        self.verdict = verdict
+        super().__init__(f"{', '.join(verdict.failure_kinds)}:\n{verdict.describe()}")
+
+
+def assert_verdict(verdict: Verdict) -> Verdict:
+    """Raise :class:`ParityFailure` unless the verdict holds; return it (notes included) otherwise."""
+    if not verdict.holds:
+        raise ParityFailure(verdict)
+    return verdict

@@ -1,28 +1,44 @@
-"""Whole training runs: a target's ``transformers.Trainer`` beside the oracle's full-window SGD.
+"""Whole training runs: any masked-diffusion ``transformers.Trainer`` beside the oracle's full-window SGD.
 
-A run trains the tiny model with ``Trainer.train()`` (plain SGD, constant learning rate, no
-clipping), records the gradients and parameters of every optimizer step through a callback, and
-keeps the draws the trainer realized. The oracle then replays those draws: one reference step per
-window (over all ranks' rows), and the single-batch loss for evaluation.
+The seam needs nothing but a ``Trainer`` subclass (docs/trainer.md). The harness hands it the
+harness's own tiny model, rows and collator, seeds torch's global generator through ``args.seed``,
+and observes from outside:
+
+* the collator it was given records every batch served, and the generator's state;
+* a forward pre-hook on the model records the keywords it is called with (the published contract
+  passes ``masked_indices`` and ``p_mask``), and one on the input embedding records the noisy ids
+  the encoder actually receives (every contract), each with the generator's state;
+* callbacks record the gradients before each optimizer step and the parameters after it, and the
+  generator's state at every event.
+
+The realized masks are read off the noisy ids. ``p`` is *replayed*: the published noising (every
+row's ``t``, then the per-token uniforms, ``p = (1 - eps) t + eps``) is re-drawn from the recorded
+generator states until it reproduces the observed masks exactly; a replay is accepted only when the
+state it ends in is one the run actually reached (so a coincidental match cannot be taken). A
+forward whose masks no replay reproduces, a ``p_mask`` that differs from the replayed ``p``, or a
+noisy input that is not the batch with the mask token placed is a ``noise`` finding. The oracle
+then runs on the replayed draws: one reference step per window over all ranks' rows, and the
+single-batch loss for evaluation.
 """
 
 from __future__ import annotations
 
+import traceback
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
 
 import torch
 from transformers import PrinterCallback, TrainerCallback, TrainingArguments
 
-from oracle.nemotron_diffusion import IGNORE_INDEX, TINY_CONFIG
-from impl.trainer import RealizedDraw
-from oracle.window_reference import StepResult, single_batch_loss, sgd_step
-from parity.compare import Comparison, compare_tensor
+from oracle.nemotron_diffusion import IGNORE_INDEX, TINY_CONFIG, eos_padding_rule
+from oracle.window_reference import Draw, StepResult, single_batch_loss, sgd_step
+from parity.compare import Comparison, Finding, Verdict, compare_states, compare_tensor, judge
 from parity.window_cases import tiny_model
-from parity.window_run import compare_steps
 
 PAD_ID = 0
 DTYPES = {"float32": torch.float32, "float64": torch.float64}
+PUBLISHED_EPS = 1e-3
+MODEL_CONTRACTS = ("loss-pair", "logits")
 
 
 @dataclass(frozen=True)
@@ -33,7 +49,8 @@ class TrainerCase:
     accumulation: int = 2
     max_length: int = 10
     data_seed: int = 0
-    noise_seed: int = 1  # with the defaults, every window of the 2, 2, 1 run realizes some mask
+    #: The Trainer's ``args.seed``: it seeds torch's global generator, which the noise is drawn from.
+    noise_seed: int = 1
     model_seed: int = 0
     lr: float = 0.01
     dtype: str = "float32"
@@ -42,6 +59,10 @@ class TrainerCase:
     #: ranks whose rows are all prompt, so their windows realize no mask at all
     empty_ranks: tuple[int, ...] = ()
     evaluate: bool = True
+    #: rows per evaluation batch (0: all of a rank's rows in one batch)
+    eval_batch_size: int = 0
+    #: the noising's ``eps``, given to a trainer that declares a class attribute ``eps``
+    eps: float = PUBLISHED_EPS
 
     def __post_init__(self):
         if self.device not in ("cpu", "cuda"):
@@ -50,6 +71,8 @@ class TrainerCase:
             raise ValueError(f"dtype must be one of {', '.join(DTYPES)}; got {self.dtype!r}")
         if self.examples_per_rank < 1 or self.accumulation < 1 or self.max_length < 2:
             raise ValueError("examples_per_rank and accumulation must be >= 1, max_length >= 2")
+        if not 0.0 < self.eps <= 1.0:
+            raise ValueError(f"eps must lie in (0, 1], got {self.eps!r}")
 
     def to_json(self) -> dict:
         return asdict(self)
@@ -59,11 +82,34 @@ class TrainerCase:
         return cls(**{**data, "empty_ranks": tuple(data["empty_ranks"])})
 
 
+def model_contract(trainer_class) -> str:
+    """What the trainer declares (class attribute ``model_contract``); the published one by default."""
+    contract = getattr(trainer_class, "model_contract", "loss-pair")
+    if contract not in MODEL_CONTRACTS:
+        raise ValueError(f"{trainer_class.__name__}.model_contract must be one of {MODEL_CONTRACTS}, got {contract!r}")
+    return contract
+
+
+def declares_eps(trainer_class) -> bool:
+    return isinstance(getattr(trainer_class, "eps", None), float)
+
+
+def trainer_for_case(trainer_class, case: TrainerCase):
+    """The trainer class with the case's ``eps`` (a subclass setting the class attribute ``eps``)."""
+    if not declares_eps(trainer_class):
+        if case.eps != PUBLISHED_EPS:
+            raise ValueError(f"{trainer_class.__name__} declares no class attribute eps; it runs only at eps={PUBLISHED_EPS}")
+        return trainer_class
+    if trainer_class.eps == case.eps:
+        return trainer_class
+    return type(trainer_class.__name__, (trainer_class,), {"eps": case.eps, "__module__": trainer_class.__module__})
+
+
 def training_examples(case: TrainerCase, world_size: int = 1) -> list[dict[str, list[int]]]:
     """Prompt-answer rows of varied length; row ``i`` is served to rank ``i % world_size``.
 
-    The sequential sampler and accelerate's round-robin sharding make that assignment; the
-    recorded draws, not this assumption, are what the oracle replays.
+    The sequential sampler and accelerate's round-robin sharding make that assignment; the batches
+    the harness's collator actually served, not this assumption, are what the oracle replays.
     """
     generator = torch.Generator().manual_seed(case.data_seed)
     examples = []
@@ -90,38 +136,251 @@ def pad_collate(examples: Sequence[dict[str, list[int]]]) -> dict[str, torch.Ten
     }
 
 
-class StepRecorder(TrainerCallback):
-    """Gradients just before each optimizer step, parameters just after it."""
+# --- observing a run from outside -----------------------------------------------------------------
+
+
+@dataclass
+class ObservedForward:
+    """One forward pass of the harness's model, as the model saw it."""
+
+    phase: str
+    noisy_ids: torch.Tensor
+    kwargs: dict[str, torch.Tensor]  # masked_indices / p_mask / labels / input_ids when passed
+    state_index: int  # position in the generator timeline of the embedding's snapshot
+
+
+class RunObserver(TrainerCallback):
+    """Hooks, collator and callbacks: what the trainer served, fed the model, and did to the weights."""
+
+    WATCHED_KWARGS = ("input_ids", "labels", "masked_indices", "p_mask")
 
     def __init__(self, model: torch.nn.Module):
         self.model = model
+        self.phase = "train"
+        self.timeline: list[torch.Tensor] = []  # the global CPU generator's states, consecutive duplicates dropped
+        self.batches: dict[str, list[dict[str, torch.Tensor]]] = {}
+        self.forwards: list[ObservedForward] = []
+        self.window_ends: list[int] = []  # number of train forwards when each optimizer step began
         self.grads: list[dict[str, torch.Tensor | None]] = []
         self.params: list[dict[str, torch.Tensor]] = []
+        self._pending: dict[str, torch.Tensor] = {}
+        self._handles = [
+            model.register_forward_pre_hook(self._on_model_call, with_kwargs=True),
+            model.get_input_embeddings().register_forward_pre_hook(self._on_embedding),
+        ]
+
+    def close(self) -> None:
+        for handle in self._handles:
+            handle.remove()
+
+    def snapshot(self) -> int:
+        state = torch.get_rng_state()
+        if not self.timeline or not torch.equal(self.timeline[-1], state):
+            self.timeline.append(state)
+        return len(self.timeline) - 1
+
+    def collator(self, collate):
+        def observed(examples):
+            batch = collate(examples)
+            self.batches.setdefault(self.phase, []).append({k: v.detach().cpu().clone() for k, v in batch.items()})
+            self.snapshot()
+            return batch
+
+        return observed
+
+    def _on_model_call(self, module, args, kwargs):
+        self.snapshot()
+        named = dict(zip(("input_ids",), args)) | kwargs
+        self._pending = {
+            key: named[key].detach().cpu().clone()
+            for key in self.WATCHED_KWARGS
+            if isinstance(named.get(key), torch.Tensor)
+        }
+
+    def _on_embedding(self, module, args):
+        index = self.snapshot()
+        self.forwards.append(ObservedForward(self.phase, args[0].detach().cpu().clone(), self._pending, index))
+        self._pending = {}
+
+    # callbacks: every event is a point of the generator timeline
+    def on_train_begin(self, args, state, control, **kwargs):
+        self.snapshot()
+
+    def on_epoch_begin(self, args, state, control, **kwargs):
+        self.snapshot()
+
+    def on_step_begin(self, args, state, control, **kwargs):
+        self.snapshot()
+
+    def on_substep_end(self, args, state, control, **kwargs):
+        self.snapshot()
 
     def on_pre_optimizer_step(self, args, state, control, **kwargs):
+        self.snapshot()
+        self.window_ends.append(sum(f.phase == "train" for f in self.forwards))
         self.grads.append(
             {n: None if p.grad is None else p.grad.detach().cpu().clone() for n, p in self.model.named_parameters()}
         )
 
     def on_optimizer_step(self, args, state, control, **kwargs):
+        self.snapshot()
         self.params.append({n: p.detach().cpu().clone() for n, p in self.model.named_parameters()})
+
+    def on_step_end(self, args, state, control, **kwargs):
+        self.snapshot()
+
+    def on_evaluate(self, args, state, control, **kwargs):
+        self.snapshot()
+
+    def on_prediction_step(self, args, state, control, **kwargs):
+        self.snapshot()
+
+
+@dataclass
+class ReplayedForward:
+    """A forward's batch as served, its realized mask (observed) and ``p`` (replayed)."""
+
+    phase: str
+    draw: Draw
+
+
+def _replay(state: torch.Tensor, maskable: torch.Tensor, eps: float):
+    generator = torch.Generator()
+    generator.set_state(state)
+    rows, length = maskable.shape
+    t = torch.rand(rows, generator=generator)
+    p = ((1 - eps) * t + eps)[:, None].expand(rows, length).contiguous()
+    masked = (torch.rand(rows, length, generator=generator) < p) & maskable
+    return masked, p, generator.get_state()
+
+
+def replay_noise(
+    observer: RunObserver, mask_token_id: int, eos_token_id: int | None, eps: float
+) -> tuple[list[ReplayedForward], list[Finding]]:
+    """Pair every forward with its batch, read its mask, replay its ``p``; list what does not fit."""
+    findings: list[Finding] = []
+    served = {phase: list(batches) for phase, batches in observer.batches.items()}
+    forwards = observer.forwards
+    counts = {phase: sum(f.phase == phase for f in forwards) for phase in served}
+    for phase, batches in served.items():
+        if counts.get(phase, 0) != len(batches):
+            findings.append(
+                Finding("noise", f"{phase}: the model ran {counts.get(phase, 0)} forward passes for {len(batches)} served batches")
+            )
+    if findings:
+        return [], findings
+    cursor = {phase: 0 for phase in served}
+    prepared = []
+    for f in forwards:
+        batch = served[f.phase][cursor[f.phase]]
+        cursor[f.phase] += 1
+        model_ids, _, maskable, _ = eos_padding_rule(
+            batch["input_ids"], batch.get("attention_mask"), batch.get("labels"), eos_token_id
+        )
+        observed = f.noisy_ids == mask_token_id
+        prepared.append((batch, model_ids, maskable, observed))
+
+    timeline = observer.timeline
+    index_of = {}
+    for position, state in enumerate(timeline):
+        index_of.setdefault(bytes(state.numpy()), []).append(position)
+
+    def confirmed(state: torch.Tensor, after: int, until: int) -> bool:
+        return any(after < p <= until for p in index_of.get(bytes(state.numpy()), []))
+
+    def chain(k: int, state: torch.Tensor, start: int):
+        """Replays of forwards k, k+1, ... from ``state`` until one ends in a state the run reached."""
+        replays = []
+        while k < len(forwards):
+            _, _, maskable, observed = prepared[k]
+            if observed.shape != maskable.shape:
+                return None
+            masked, p, state = _replay(state, maskable, eps)
+            if not torch.equal(masked, observed):
+                return None
+            replays.append((p, state))
+            if confirmed(state, start, forwards[k].state_index):
+                return replays
+            k += 1
+        return None
+
+    replayed: list[ReplayedForward] = []
+    k, previous, continuation = 0, 0, None
+    while k < len(forwards):
+        batch, model_ids, maskable, observed = prepared[k]
+        f = forwards[k]
+        candidates = [] if continuation is None else [(continuation, previous)]
+        candidates += [(timeline[i], i) for i in range(f.state_index - 1, previous - 1, -1)]
+        found = None
+        for state, start in candidates:
+            found = chain(k, state, start)
+            if found:
+                break
+        if not found:
+            where = f"{f.phase} forward {k}"
+            if observed.shape != maskable.shape:
+                findings.append(Finding("noise", f"{where}: the model received ids of shape {tuple(f.noisy_ids.shape)} for a batch of {tuple(maskable.shape)}"))
+                return replayed, findings
+            outside = observed & ~maskable
+            detail = (
+                f"{int(outside.sum())} masked positions are not maskable under the EOS rule"
+                if outside.any()
+                else "no replay of the published noising (t per row, then per-token uniforms, "
+                f"p = (1 - eps) t + eps, eps = {eps:g}) from the seeded global generator reproduces its masks"
+            )
+            findings.append(Finding("noise", f"{where}: {detail}"))
+            found = [(torch.full(maskable.shape, float("nan")), None)]
+        for offset, (p, end_state) in enumerate(found):
+            j = k + offset
+            batch, model_ids, maskable, observed = prepared[j]
+            fj = forwards[j]
+            expected = torch.where(observed, mask_token_id, model_ids)
+            if not torch.equal(fj.noisy_ids, expected):
+                findings.append(
+                    Finding("noise", f"{fj.phase} forward {j}: the unmasked ids the model received are not the batch under the EOS rule")
+                )
+            given_p = fj.kwargs.get("p_mask")
+            if given_p is not None and end_state is not None and observed.any():
+                a, b = given_p[observed].double(), p[observed].double()
+                if not torch.allclose(a, b, rtol=4 * torch.finfo(torch.float32).eps, atol=0):
+                    worst = (a - b).abs().max().item()
+                    findings.append(Finding("noise", f"{fj.phase} forward {j}: p_mask differs from the replayed p by up to {worst:.3e}"))
+            given_mask = fj.kwargs.get("masked_indices")
+            if given_mask is not None and not torch.equal(given_mask.bool(), observed):
+                findings.append(Finding("noise", f"{fj.phase} forward {j}: masked_indices differ from the mask placed in the ids"))
+            replayed.append(ReplayedForward(fj.phase, Draw(batch, observed, p)))
+        continuation = found[-1][1]
+        previous = forwards[k + len(found) - 1].state_index
+        k += len(found)
+    return replayed, findings
+
+
+# --- running a trainer ------------------------------------------------------------------------------
 
 
 @dataclass
 class TrainerRecord:
-    """What one rank's run produced."""
+    """What one rank's run produced, as observed from outside."""
 
     steps: list[StepResult]
-    train_draws: list[list[RealizedDraw]]  # what the oracle replays: same fields as oracle's Draw
+    train_draws: list[list[Draw]]  # window k of this rank, replayed
     eval_loss: float | None
-    eval_draws: list[RealizedDraw] = field(default_factory=list)
+    eval_draws: list[Draw] = field(default_factory=list)  # one per evaluate() batch
+    batch_losses: list[torch.Tensor] = field(default_factory=list)  # prediction_step, one per eval batch
+    batch_draws: list[Draw] = field(default_factory=list)
+    findings: list[Finding] = field(default_factory=list)
+    contract: str = "loss-pair"
+
+    @property
+    def crashed(self) -> bool:
+        return any(f.kind == "crash" for f in self.findings)
 
 
 def training_arguments(case: TrainerCase, output_dir: str, distributed: bool = False) -> TrainingArguments:
     return TrainingArguments(
         output_dir=output_dir,
         per_device_train_batch_size=1,
-        per_device_eval_batch_size=case.examples_per_rank,
+        per_device_eval_batch_size=case.eval_batch_size or case.examples_per_rank,
         gradient_accumulation_steps=case.accumulation,
         num_train_epochs=1,
         learning_rate=case.lr,
@@ -135,7 +394,7 @@ def training_arguments(case: TrainerCase, output_dir: str, distributed: bool = F
         report_to="none",
         disable_tqdm=True,
         use_cpu=case.device == "cpu",
-        seed=case.data_seed,
+        seed=case.noise_seed,
         train_sampling_strategy="sequential",
         remove_unused_columns=False,
         dataloader_num_workers=0,
@@ -144,80 +403,210 @@ def training_arguments(case: TrainerCase, output_dir: str, distributed: bool = F
     )
 
 
+def _crash(error: BaseException) -> Finding:
+    frames = traceback.extract_tb(error.__traceback__)
+    where = f" at {frames[-1].filename}:{frames[-1].lineno}" if frames else ""
+    return Finding("crash", f"{type(error).__name__}: {error}{where}")
+
+
 def run_trainer(trainer_class, case: TrainerCase, output_dir: str, world_size: int = 1) -> TrainerRecord:
-    """``Trainer.train()`` (and ``evaluate()``) on this rank's share of the case."""
+    """``Trainer.train()``, ``evaluate()`` and ``prediction_step`` on this rank's share, observed from outside.
+
+    A trainer that raises gives a record with a ``crash`` finding (and whatever it did before).
+    """
+    contract = model_contract(trainer_class)
     model = tiny_model(case.model_seed, DTYPES[case.dtype])
-    recorder = StepRecorder(model)
+    observer = RunObserver(model)
     rows = training_examples(case, world_size)
-    trainer = trainer_class(
-        model=model,
-        args=training_arguments(case, output_dir, distributed=world_size > 1),
-        train_dataset=rows,
-        eval_dataset=rows if case.evaluate else None,
-        data_collator=pad_collate,
-        callbacks=[recorder],
-        noise_seed=case.noise_seed,
+    collate = observer.collator(pad_collate)
+    eval_loss, batch_losses, findings, trainer = None, [], [], None
+    try:
+        trainer = trainer_for_case(trainer_class, case)(
+            model=model,
+            args=training_arguments(case, output_dir, distributed=world_size > 1),
+            train_dataset=rows,
+            eval_dataset=rows if case.evaluate else None,
+            data_collator=collate,
+            callbacks=[observer],
+        )
+        trainer.remove_callback(PrinterCallback)  # the observer, not the console, carries the results
+        trainer.train()
+        if case.evaluate:
+            observer.phase = "evaluate"
+            eval_loss = trainer.evaluate()["eval_loss"]
+            observer.phase = "predict"
+            trainer.model.eval()
+            for batch in trainer.get_eval_dataloader():
+                loss, _, _ = trainer.prediction_step(trainer.model, batch, prediction_loss_only=True)
+                batch_losses.append(loss.detach().cpu())
+    except Exception as error:  # the target raised: a crash finding, not a harness error
+        findings.append(_crash(error))
+    finally:
+        observer.close()
+    crashed = bool(findings)
+    losses = [] if crashed else [entry["loss"] for entry in trainer.state.log_history if "loss" in entry]
+    replayed, noise = ([], []) if crashed else replay_noise(observer, model.config.mask_token_id, model.config.eos_token_id, case.eps)
+    findings += noise
+    train = [r.draw for r in replayed if r.phase == "train"]
+    bounds = [0, *observer.window_ends]
+    windows = [train[a:b] for a, b in zip(bounds, bounds[1:])]
+    record = TrainerRecord(
+        steps=[],
+        train_draws=windows,
+        eval_loss=eval_loss,
+        eval_draws=[r.draw for r in replayed if r.phase == "evaluate"],
+        batch_losses=batch_losses,
+        batch_draws=[r.draw for r in replayed if r.phase == "predict"],
+        findings=findings,
+        contract=contract,
     )
-    trainer.remove_callback(PrinterCallback)  # the records, not the console, carry the results
-    trainer.train()
-    eval_loss = trainer.evaluate()["eval_loss"] if case.evaluate else None
-    losses = [entry["loss"] for entry in trainer.state.log_history if "loss" in entry]
-    if not len(losses) == len(recorder.grads) == len(recorder.params) == len(trainer.train_draws):
+    if crashed or not losses:
+        return record
+    if not len(losses) == len(observer.grads) == len(observer.params) == len(windows):
         raise AssertionError(
             f"expected one logged loss, gradient and parameter record per step: {len(losses)} losses, "
-            f"{len(recorder.grads)} gradients, {len(recorder.params)} parameters, {len(trainer.train_draws)} windows"
+            f"{len(observer.grads)} gradients, {len(observer.params)} parameters, {len(windows)} windows"
         )
-    steps = [
+    record.steps = [
         StepResult(torch.tensor(loss, dtype=torch.float32), grads, params)
-        for loss, grads, params in zip(losses, recorder.grads, recorder.params, strict=True)
+        for loss, grads, params in zip(losses, observer.grads, observer.params, strict=True)
     ]
-    return TrainerRecord(steps, trainer.train_draws, eval_loss, trainer.eval_draws)
+    return record
 
 
-def _reference(case: TrainerCase, records: Sequence[TrainerRecord], dtype: torch.dtype, reverse: bool, device: str):
-    """The oracle over every rank's rows: step k is window k of all ranks; then its evaluation loss."""
+# --- the oracle beside it ----------------------------------------------------------------------------
+
+
+@dataclass
+class OracleRun:
+    """The oracle on a run's replayed draws, in one dtype and order."""
+
+    steps: list[StepResult]
+    eval_loss: torch.Tensor | None
+    batch_losses: list[list[torch.Tensor]]  # per rank, per prediction_step batch
+
+
+def _weighted_eval(model, records, eos) -> torch.Tensor | None:
+    """The Trainer's evaluation loss: each batch's own mean, weighted by its rows, over every rank."""
+    losses, weights = [], []
+    for record in records:
+        for draw in record.eval_draws:
+            losses.append(single_batch_loss(model, draw, eos))
+            weights.append(draw.masked_indices.shape[0])
+    if not losses:
+        return None
+    total = sum(w * loss for w, loss in zip(weights, losses, strict=True))
+    return total / sum(weights)
+
+
+def oracle_run(
+    case: TrainerCase,
+    records: Sequence[TrainerRecord],
+    dtype: torch.dtype,
+    device: str,
+    reverse: bool = False,
+    start_params: Sequence[dict[str, torch.Tensor]] | None = None,
+) -> OracleRun:
+    """The oracle over every rank's rows: step k is window k of all ranks; then its evaluation losses.
+
+    ``start_params[k]``, when given, are the parameters step k starts from (the target's own, as
+    observed): the oracle's step evaluated on the target's trajectory (docs/budget.md).
+    """
     model = tiny_model(case.model_seed, DTYPES[case.dtype]).to(device, dtype)
     eos = model.config.eos_token_id
     steps = []
     for k in range(len(records[0].train_draws)):
+        if start_params is not None and k > 0:
+            with torch.no_grad():
+                for name, p in model.named_parameters():
+                    p.copy_(start_params[k - 1][name].to(device, dtype))
         ranks = [record.train_draws[k][::-1] if reverse else record.train_draws[k] for record in records]
         steps.append(sgd_step(model, ranks, eos, case.lr, rank_local=not case.average_tokens_across_devices))
     with torch.no_grad():
-        eval_losses = [
-            torch.stack([single_batch_loss(model, draw, eos) for draw in record.eval_draws]).mean()
-            for record in records
-            if record.eval_draws
-        ]
-    return steps, (torch.stack(eval_losses).mean() if eval_losses else None)
+        eval_loss = _weighted_eval(model, records, eos)
+        batch_losses = [[single_batch_loss(model, draw, eos) for draw in record.batch_draws] for record in records]
+    return OracleRun(steps, eval_loss, batch_losses)
 
 
-def golden_run(case: TrainerCase, records: Sequence[TrainerRecord]) -> tuple[list[StepResult], torch.Tensor | None]:
-    """The oracle in float64 on the CPU: its steps and its evaluation loss."""
-    return _reference(case, records, torch.float64, reverse=False, device="cpu")
+def golden_run(case: TrainerCase, records: Sequence[TrainerRecord]) -> OracleRun:
+    """The oracle in float64 on the CPU."""
+    return oracle_run(case, records, torch.float64, "cpu")
+
+
+def _named(result: StepResult, step: int, kind: str) -> tuple[dict, dict]:
+    tensors = getattr(result, kind)
+    return tensors, {name: f"step {step} {kind[:-1]} {name}" for name in tensors}
 
 
 def trainer_comparisons(case: TrainerCase, records: Sequence[TrainerRecord]) -> list[Comparison]:
-    """Every rank's steps and evaluation loss against the oracle's, each within its budget.
+    """Every rank's steps, evaluation loss and per-batch losses against the oracle's, each within its budget.
 
-    The logged losses pass through the Trainer's float32 accumulator, so they are held to the
-    float32 budget whatever the working dtype.
+    References (docs/budget.md): the oracle in the working dtype in order, with each window
+    reversed, and along the target's own trajectory (each step from the target's parameters before
+    it); in a float64 run also the oracle in float32, whose budget names a precision finding. The
+    logged losses pass through the Trainer's float32 accumulator, so they are held to the float32
+    budget whatever the working dtype.
     """
     dtype = DTYPES[case.dtype]
-    golden_steps, golden_eval = golden_run(case, records)
-    refs = [_reference(case, records, dtype, reverse, case.device) for reverse in (False, True)]
+    golden = golden_run(case, records)
+    refs = [oracle_run(case, records, dtype, case.device, reverse) for reverse in (False, True)]
+    if records[0].steps:
+        refs.append(oracle_run(case, records, dtype, case.device, start_params=[s.params for s in records[0].steps]))
+    lower = [oracle_run(case, records, torch.float32, case.device)] if dtype == torch.float64 else []
     comparisons = []
     for rank, record in enumerate(records):
-        rank_comparisons = compare_steps(record.steps, [steps for steps, _ in refs], golden_steps)
-        for comparison in rank_comparisons:
-            comparisons.append(_on_rank(comparison, rank, len(records)))
-        if record.eval_loss is not None and golden_eval is not None:
+        on_rank = dict(rank=rank if len(records) > 1 else None)
+        prefix = f"rank {rank} " if len(records) > 1 else ""
+        if len(record.steps) != len(golden.steps):
+            raise AssertionError(f"step counts differ: out {len(record.steps)}, golden {len(golden.steps)}")
+        for step, g in enumerate(golden.steps):
+            o = record.steps[step]
+            comparisons.append(
+                compare_tensor(
+                    f"{prefix}step {step} loss", o.loss, [r.steps[step].loss for r in refs], g.loss,
+                    step=step, quantity="loss", **on_rank,
+                )
+            )
+            for kind in ("grads", "params"):
+                out, names = _named(o, step, kind)
+                comparisons.extend(
+                    compare_states(
+                        out,
+                        [getattr(r.steps[step], kind) for r in refs],
+                        getattr(g, kind),
+                        lower_refs=[getattr(r.steps[step], kind) for r in lower],
+                        names={key: prefix + name for key, name in names.items()},
+                        step=step,
+                        quantity=kind[:-1],
+                        **on_rank,
+                    )
+                )
+        if record.eval_loss is not None and golden.eval_loss is not None:
             out = torch.tensor(record.eval_loss, dtype=torch.float32)
-            eval_refs = [ref_eval.to("cpu", torch.float32) for _, ref_eval in refs]
-            comparisons.append(_on_rank(compare_tensor("eval loss", out, eval_refs, golden_eval), rank, len(records)))
+            eval_refs = [r.eval_loss.to("cpu", torch.float32) for r in refs]
+            comparisons.append(compare_tensor(f"{prefix}eval loss", out, eval_refs, golden.eval_loss, quantity="eval loss", **on_rank))
+        if len(record.batch_losses) != len(golden.batch_losses[rank]):
+            raise AssertionError(f"{len(record.batch_losses)} prediction_step losses for {len(golden.batch_losses[rank])} batches")
+        for b, loss in enumerate(record.batch_losses):
+            comparisons.append(
+                compare_tensor(
+                    f"{prefix}prediction_step batch {b} loss",
+                    loss.reshape(()),
+                    [r.batch_losses[rank][b] for r in refs],
+                    golden.batch_losses[rank][b],
+                    lower_refs=[r.batch_losses[rank][b] for r in lower],
+                    quantity="batch loss",
+                    **on_rank,
+                )
+            )
     return comparisons
 
 
-def _on_rank(comparison: Comparison, rank: int, world_size: int) -> Comparison:
-    if world_size == 1:
-        return comparison
-    return Comparison(**{**asdict(comparison), "name": f"rank {rank} {comparison.name}"})
+def trainer_verdict(case: TrainerCase, records: Sequence[TrainerRecord], *, strict_precision: bool = False) -> Verdict:
+    """Findings (noise, crash) of every rank, plus the comparisons when every rank trained."""
+    findings = [Finding(f.kind, f.message, f.step, rank if len(records) > 1 else None) for rank, r in enumerate(records) for f in r.findings]
+    if any(r.crashed or not r.steps for r in records):
+        if not findings:
+            findings.append(Finding("crash", "the trainer logged no optimizer step"))
+        return judge([], findings, strict_precision=strict_precision)
+    return judge(trainer_comparisons(case, records), findings, strict_precision=strict_precision)
