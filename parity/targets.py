@@ -172,6 +172,18 @@ BUILTIN_TARGETS: tuple[Target, ...] = (
         loss="impl.known_bugs.local_mean:LOCAL_MEAN_LOSS",
         trainer="impl.known_bugs.local_mean_trainer:LocalMeanTrainer",
     ),
+    Target(
+        name="logits",
+        description="a second trainer in the logits style: its own 1/p-weighted loss from .logits, masks kept local",
+        expect="pass",
+        trainer="impl.logits_trainer:LogitsDiffusionTrainer",
+    ),
+    Target(
+        name="known-bug:logits-local-mean",
+        description="the logits-style trainer before its fix: local means, the Trainer divides by the accumulation steps",
+        expect="fail",
+        trainer="impl.known_bugs.logits_local_mean_trainer:LogitsLocalMeanTrainer",
+    ),
 )
 
 #: megatron-core 0.16.1's index helper rejects its own sample index when a kept partial sample
