@@ -81,7 +81,7 @@ def _split(kind: str, length: int, generator: torch.Generator) -> tuple[int, int
     return prompt, used - prompt
 
 
-#: SPEC §5.5's seed validation: two equal-length answers (11 tokens), micro-batch 1, accumulation 2;
+#: The seed pull request's validation (docs/design.md): two equal-length answers (11 tokens), micro-batch 1, accumulation 2;
 #: these seeds realize mask counts 7 and 10 (tests/diffusion/test_properties.py checks it).
 SEED_SCENARIO = WindowCase(
     window_sizes=(2,),
