@@ -247,3 +247,32 @@ def test_config_that_cannot_take_the_tiny_values_is_refused(edit, message, tmp_p
         folder = _standin_copy(tmp_path / "edited", edit=edit)
     with pytest.raises(ValueError, match=message):
         load_remote_model(folder)
+
+
+def test_the_report_refuses_code_this_transformers_cannot_run_in_one_line(tmp_path, capsys, monkeypatch):
+    from parity.__main__ import main
+
+    monkeypatch.delenv(REMOTE_CODE_ENV, raising=False)
+    folder = _standin_copy(
+        tmp_path,
+        edit=("modeling_nemotron_standin.py", "NemotronStandinOutput(loss=loss, logits=logits)",
+              "NemotronStandinOutput(loss=loss, logits=logits, cache=None)"),
+    )
+    assert main(["--only", "diffusion-window", "--nemotron-remote-code", str(folder)]) == 2
+    captured = capsys.readouterr()
+    assert captured.out == ""
+    lines = captured.err.strip().splitlines()
+    assert len(lines) == 1 and "cannot run this folder's remote code" in lines[0] and "Traceback" not in captured.err
+
+
+def test_a_scenario_that_fails_to_run_is_a_failed_cell():
+    from parity.report import Options, run_report
+    from parity.targets import Target
+
+    broken = Target(name="broken", description="a loss that cannot be imported", expect="pass",
+                    loss="parity_no_such_module:LOSS")
+    (result,) = run_report([broken], Options(), ["diffusion-window"], lambda message: None)
+    assert not result.as_expected
+    (column,) = result.columns
+    assert column.verdict == "error (UNEXPECTED)"
+    assert column.figures["error"].startswith("ModuleNotFoundError: No module named 'parity_no_such_module'")
