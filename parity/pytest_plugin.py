@@ -66,6 +66,13 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         help="local folder with NVIDIA's config.json and remote code: the built-in diffusion oracle is "
         "checked against it bit for bit (default: $PARITY_NEMOTRON_REMOTE_CODE; never a Hub id)",
     )
+    group.addoption(
+        "--parity-strict-precision",
+        action="store_true",
+        default=False,
+        help="a precision finding (float32 arithmetic inside a float64 run) fails a property instead of "
+        "being a note on a passing verdict (docs/budget.md)",
+    )
     parser.addini("parity_suite", type="bool", default=False, help="this project runs the parity property suite")
 
 
@@ -147,3 +154,9 @@ def diffusion_loss(target):
 @pytest.fixture(scope="session")
 def trainer_class(target):
     return target_interface(target, "trainer")
+
+
+@pytest.fixture(scope="session")
+def strict_precision(pytestconfig: pytest.Config) -> bool:
+    """``--parity-strict-precision``: precision findings fail instead of being notes."""
+    return bool(pytestconfig.getoption("--parity-strict-precision"))
