@@ -15,6 +15,9 @@ from collections.abc import Sequence
 from hypothesis import HealthCheck, Phase, example, given, settings
 from hypothesis import seed as fix_seed
 from hypothesis import strategies as st
+from hypothesis.errors import UnsatisfiedAssumption
+
+from parity.dataset_compare import TargetCrashed
 
 
 @dataclass
@@ -28,6 +31,10 @@ class Hunt:
     message: str = ""
     #: What the check returned besides passing (hazards, precision notes), each once, in order.
     notes: list[str] = field(default_factory=list)
+    #: "the target raised ..." when the target crashed instead (docs/dataset.md, Crashes), and the
+    #: (shrunk) arguments it crashed on; a crash is not a counterexample.
+    crash: str = ""
+    crash_counterexample: str = ""
 
     @property
     def found(self) -> bool:
@@ -78,6 +85,14 @@ def hunt(
             for note in check(subject, *args) or ():
                 if note not in found.notes:
                     found.notes.append(note)
+        except UnsatisfiedAssumption:
+            calls -= 1  # a config the target declined is not an example it ran
+            raise
+        except TargetCrashed as crash:  # the target raised: a crash, not a counterexample
+            if not found.crash:
+                found.crash = str(crash)
+            found.crash_counterexample = repr(args)
+            raise
         except AssertionError as failure:
             if found.examples_to_failure is None:
                 found.examples_to_failure = calls
@@ -92,7 +107,7 @@ def hunt(
         run = fix_seed(seed)(run)
     try:
         run()
-    except AssertionError:
+    except (AssertionError, TargetCrashed):
         pass
     found.seconds_total = time.perf_counter() - start
     return found

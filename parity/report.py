@@ -31,17 +31,25 @@ class Column:
     holds: bool | None
     figures: dict[str, Any]
     error: str | None = None  # the scenario failed to build or run: never as expected
+    #: "the target raised ..." (docs/dataset.md, Crashes): a crash, not a verdict on the property;
+    #: as expected only when it is one of the target's ``known_crashes``.
+    crashed: str | None = None
+    known_crash: bool = False
 
     @property
     def as_expected(self) -> bool:
         if self.error is not None:
             return False
+        if self.crashed is not None:
+            return self.known_crash
         return self.expect == "reference" or self.holds == (self.expect == "pass")
 
     @property
     def verdict(self) -> str:
         if self.error is not None:
             return "error (UNEXPECTED)"
+        if self.crashed is not None:
+            return "crashed (known upstream crash)" if self.known_crash else "crashed (UNEXPECTED)"
         if self.expect == "reference":
             return "reference"
         state = "within budget" if self.holds else "outside budget"
@@ -95,45 +103,102 @@ def format_table(result: ScenarioResult) -> str:
 # --- dataset cache -------------------------------------------------------------------------------
 
 
-def dataset_scenario(targets: list[Target], options: Options, progress: Callable[[str], None]) -> ScenarioResult:
-    """Upstream's case: a valid split keeps its padded last sample; a resumed run serves it first."""
-    from impl.gpt_dataset import GPTDatasetConfig
-    from impl.mock_data import mock_documents
-    from oracle.gpt_dataset import OracleGPTDataset
-    from parity.dataset_compare import last_sample_position, sample_difference
+def hazard_summary(hazards: list[str]) -> str:
+    """A table cell: ``labels=tokens`` for keys sharing storage, ``position_ids(ref)`` for a tensor
+    handed out again by reference; "none" when nothing aliases."""
+    cells = []
+    for hazard in hazards:
+        kind = hazard.split(" (dataset[")[0]
+        if " share storage" in kind:
+            cells.append(kind.removesuffix(" share storage").replace(" and ", "="))
+        else:
+            cells.append(kind.split(" ", 1)[0] + "(ref)")
+    return ", ".join(cells) or "none"
 
-    documents = mock_documents(num_documents=8, vocab_size=64, eod_id=0, seed=options.seed, max_length=120)
+
+def dataset_documents(seed: int) -> list:
+    """Eight documents of differing length (1 to 119 tokens) and content, each closed by an EOD:
+    unlike upstream's mock ramps, no two samples look alike, so a sample boundary or index that is
+    off by one shows as a difference."""
+    import numpy as np
+
+    rng = np.random.default_rng(seed)
+    lengths = rng.integers(1, 120, size=8)
+    return [np.append(rng.integers(1, 64, size=length - 1), 0).astype(np.int64) for length in lengths]
+
+
+def dataset_scenario(targets: list[Target], options: Options, progress: Callable[[str], None]) -> ScenarioResult:
+    """Upstream's case: a valid split keeps its padded last sample; a resumed run serves it first.
+
+    Per target: samples differing from the oracle, loss-mask positions wrong, fresh vs resumed
+    disagreements (the required verdict), the aliasing hazards (failing only a target that promises
+    copies), the installed version of an optional target, or the crash when the target raised."""
+    from oracle.gpt_dataset import OracleGPTDataset
+    from parity.dataset_compare import (
+        TargetCrashed,
+        aliasing_hazards,
+        call_target,
+        is_known_crash,
+        last_sample_position,
+        sample_difference,
+    )
+    from parity.dataset_config import GPTDatasetConfig
+
+    documents = dataset_documents(options.seed)
     config = GPTDatasetConfig(
         sequence_length=32, vocab_size=64, eod_id=0, split="valid", drop_last_partial_validation_sequence=False
     )
     result = ScenarioResult(
         "dataset-cache",
         "padded last sample served first: fresh run vs resumed run, every sample vs the oracle",
-        "bitwise (every key, dtype, shape)",
+        "bitwise (every key, dtype, shape); aliasing is a hazard, required only where copies are promised",
     )
-    oracle = None
+    oracle = OracleGPTDataset(documents, config)
+    expected = [oracle[k] for k in range(len(oracle))]
     for target in targets:
         progress(f"dataset-cache: {target.name}")
+        version = {"version": target.version}  # of an optional target's package; "-" for this repository's
         factory = target.load("dataset")
-        fresh, resumed = factory(documents, config), factory(documents, config)
-        if oracle is None:
-            oracle = OracleGPTDataset(documents, config)
-        resumed[last_sample_position(resumed)]  # the resumed run starts on the padded sample
-        # Each index served once per run, as a consumer would see it.
-        seen_fresh, seen_resumed = [fresh[k] for k in range(len(fresh))], [resumed[k] for k in range(len(fresh))]
-        expected = [oracle[k] for k in range(len(fresh))]
-        differing = [k for k, sample in enumerate(seen_resumed) if sample_difference(sample, expected[k]) is not None]
-        wrongly_masked = sum(int((s["loss_mask"] != e["loss_mask"]).sum()) for s, e in zip(seen_resumed, expected, strict=True))
+        try:
+            fresh = call_target("building the dataset", factory, documents, config)
+            resumed = call_target("building the dataset", factory, documents, config)
+            # The resumed run starts on the padded sample; then each index once, as a consumer sees it.
+            call_target("serving", resumed.__getitem__, last_sample_position(resumed))
+            seen_fresh = [call_target(f"serving dataset[{k}]", fresh.__getitem__, k) for k in range(len(fresh))]
+            seen_resumed = [call_target(f"serving dataset[{k}]", resumed.__getitem__, k) for k in range(len(fresh))]
+        except TargetCrashed as crash:
+            figures = {**version, "crash": str(crash)}
+            result.columns.append(
+                Column(target.name, target.expect, None, figures, crashed=str(crash),
+                       known_crash=is_known_crash(crash, target.known_crashes))
+            )
+            continue
+        hazards = aliasing_hazards(list(enumerate(seen_fresh)))
+        seen_fresh = [{key: tensor.clone() for key, tensor in sample.items()} for sample in seen_fresh]
+        differing = [
+            k for k, sample in enumerate(seen_resumed)
+            if k >= len(expected) or sample_difference(sample, expected[k]) is not None
+        ]
+        wrongly_masked = sum(
+            int((s["loss_mask"] != e["loss_mask"]).sum()) for s, e in zip(seen_resumed, expected) if s["loss_mask"].shape == e["loss_mask"].shape
+        )
         disagreements = sum(sample_difference(r, f) is not None for r, f in zip(seen_resumed, seen_fresh, strict=True))
         figures = {
+            **version,
             "samples": len(fresh),
-            "samples differing from the oracle": len(differing),
+            "samples differing from the oracle": len(differing) + abs(len(fresh) - len(expected)),
             "loss-mask positions wrong": wrongly_masked,
             "first differing index": differing[0] if differing else None,
             "fresh vs resumed disagree on": disagreements,
+            "aliasing hazards": hazard_summary(hazards),
         }
-        result.columns.append(Column(target.name, target.expect, not differing and not disagreements, figures))
-    result.columns.append(oracle_column({"samples": len(oracle), "samples differing from the oracle": 0}))
+        holds = not differing and not disagreements and len(fresh) == len(expected)
+        if target.promises_copies:
+            holds = holds and not hazards
+        result.columns.append(Column(target.name, target.expect, holds, figures))
+    result.columns.append(
+        oracle_column({"samples": len(oracle), "samples differing from the oracle": 0, "aliasing hazards": "none"})
+    )
     return result
 
 

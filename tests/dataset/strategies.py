@@ -57,10 +57,12 @@ SEEDS = st.integers(0, 2**32 - 1)
 #: Rates at which EOD ids are planted in a document (besides chance); the first shrinks first.
 EOD_RATES = st.sampled_from((0.0, 0.1, 0.4))
 #: An in-vocabulary pad id is always planted too: occurring in the data is what makes it matter.
-PAD_RATES = st.sampled_from((0.2, 0.05, 0.5))
+PAD_RATES = st.sampled_from((0.3, 0.1, 0.5))
 NO_RESETS = (False, False, False)
-#: The three flags that switch the cache off: all False (the cached path) three times in four.
-RESET_FLAGS = st.sampled_from((NO_RESETS, NO_RESETS, NO_RESETS)) | st.tuples(st.booleans(), st.booleans(), st.booleans())
+_SOME_RESETS = tuple((p, a, e) for p in (False, True) for a in (False, True) for e in (False, True) if p or a or e)
+#: The three flags that switch the cache off: all False (the cached path) three times in four,
+#: each of the seven other combinations once in 28.
+RESET_FLAGS = st.sampled_from((NO_RESETS,) * 21 + _SOME_RESETS)
 #: How the token total relates to the sample boundaries: anywhere, or exactly on one.
 BOUNDARIES = st.sampled_from(("any", "exact"))
 #: ``num_samples``: none, exactly one epoch's worth (a boundary), or any count up to several epochs.
@@ -78,8 +80,8 @@ def dataset_cases(
     lengths = st.lists(
         st.one_of(st.integers(0, 2), st.integers(0, max_document_length)), min_size=1, max_size=max_documents
     )
-    # num_epochs is not a megatron-core setting (such a target declines it): mostly None.
-    num_epochs = st.sampled_from((None, None, None)) | st.integers(1, max_epochs)
+    # num_epochs is not a megatron-core setting (such a target declines it): None three times in four.
+    num_epochs = st.sampled_from((None,) * 3 * max_epochs + tuple(range(1, max_epochs + 1)))
     return _dataset_cases(lengths, num_epochs, max_sequence_length, max_epochs)
 
 
@@ -87,23 +89,28 @@ def dataset_cases(
 def _dataset_cases(draw, lengths, num_epochs, max_sequence_length: int, max_epochs: int) -> DatasetCase:
     vocab_size = draw(st.integers(2, 40))
     eod_id = draw(st.integers(0, vocab_size - 1))
-    pad_id = -1  # out of vocabulary, or (three times in four) any in-vocabulary id except the EOD:
-    if draw(st.sampled_from((True, True, True, False))):
+    pad_id = -1  # out of vocabulary, or (five times in six) any in-vocabulary id except the EOD:
+    if draw(st.sampled_from((True,) * 5 + (False,))):
         pad_id = draw(st.integers(0, vocab_size - 2))
         pad_id += pad_id >= eod_id
-    add_extra_token = draw(st.booleans())
+    add_extra_token = draw(st.sampled_from((True, False)))  # upstream's default first
     extra = int(add_extra_token)
     split = draw(st.sampled_from(SPLITS))
     drop_last_partial = draw(st.booleans())  # drawn for every split; only valid reads it
     keep_partial = split == "valid" and not drop_last_partial
 
     lengths = draw(lengths)
-    # A sample needs at least one token beyond the ``extra`` it shares with its successor.
-    lengths[-1] += max(0, extra + 1 - sum(lengths))
+    # A sample needs one token beyond the ``extra`` it shares with its successor; a few more make
+    # room for several samples (a kept partial sample may still be all there is).
+    lengths[-1] += max(0, extra + (1 if keep_partial else 4) - sum(lengths))
     tokens = sum(lengths)
     # Dropping the partial sample needs one whole window per epoch; keeping it needs one token.
     longest = max_sequence_length if keep_partial else min(max_sequence_length, tokens - extra)
-    sequence_length = draw(st.integers(1, longest))
+    # Three times in four, at least two samples per epoch, so that one can leak into another.
+    if draw(st.sampled_from((True, True, True, False))):
+        longest = max(1, min(longest, (tokens - extra) // 2))
+    # Drawn down from the longest, so that the simplest cases already hold a few tokens per sample.
+    sequence_length = longest - draw(st.integers(0, longest - 1))
     if draw(BOUNDARIES) == "exact":  # lengthen the last document so the total ends on a boundary
         lengths[-1] += -(tokens - extra) % sequence_length
         tokens = sum(lengths)
@@ -165,9 +172,10 @@ def _draw_documents(draw, lengths, vocab_size: int, eod_id: int, pad_id: int):
 
 @st.composite
 def resumed_cases(draw):
-    """A case plus the shuffle position a resumed run starts from."""
+    """A case plus the shuffle position a resumed run starts from: drawn down from the last one,
+    since resuming at 0 is no resume at all."""
     case = draw(dataset_cases())
-    return case, draw(st.integers(0, case.length - 1))
+    return case, case.length - 1 - draw(st.integers(0, case.length - 1))
 
 
 #: In-place edits a consumer might make to a returned tensor; each changes every element.
