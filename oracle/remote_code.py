@@ -95,12 +95,11 @@ def remedy(folder: str | os.PathLike) -> str:
 
 @dataclass(frozen=True)
 class RemoteClasses:
-    """The folder's config and model classes and its published config, loaded once per folder."""
+    """The folder's config and model classes and its own config.json as loaded, once per folder."""
 
     folder: Path
     config_class: type
     model_class: type
-    published: dict
     loaded: PreTrainedConfig
 
 
@@ -108,8 +107,7 @@ class RemoteClasses:
 def remote_classes(folder: str | os.PathLike) -> RemoteClasses:
     """Import the folder's classes through transformers' remote-code loading, once per folder and process."""
     path = check_remote_code_folder(folder)
-    raw = json.loads((path / "config.json").read_text())
-    auto_map = raw["auto_map"]
+    auto_map = json.loads((path / "config.json").read_text())["auto_map"]
     try:
         config_class = get_class_from_dynamic_module(auto_map["AutoConfig"], path, local_files_only=True)
         model_class = get_class_from_dynamic_module(auto_map["AutoModel"], path, local_files_only=True)
@@ -119,7 +117,7 @@ def remote_classes(folder: str | os.PathLike) -> RemoteClasses:
             f"transformers {transformers.__version__} cannot import the remote code in {path} "
             f"({type(error).__name__}: {_first_line(error)}); {remedy(path)}"
         ) from None
-    return RemoteClasses(path, config_class, model_class, raw, loaded)
+    return RemoteClasses(path, config_class, model_class, loaded)
 
 
 def _first_line(error: BaseException) -> str:
