@@ -403,6 +403,13 @@ def training_arguments(case: TrainerCase, output_dir: str, distributed: bool = F
     )
 
 
+def seeded_state(seed: int) -> torch.Tensor:
+    """The global CPU generator's state right after the Trainer seeds it with ``args.seed``."""
+    with torch.random.fork_rng(devices=[]):
+        torch.manual_seed(seed)
+        return torch.get_rng_state()
+
+
 def _crash(error: BaseException) -> Finding:
     frames = traceback.extract_tb(error.__traceback__)
     where = f" at {frames[-1].filename}:{frames[-1].lineno}" if frames else ""
@@ -430,6 +437,14 @@ def run_trainer(trainer_class, case: TrainerCase, output_dir: str, world_size: i
             callbacks=[observer],
         )
         trainer.remove_callback(PrinterCallback)  # the observer, not the console, carries the results
+        if not torch.equal(torch.get_rng_state(), seeded_state(case.noise_seed)):
+            findings.append(
+                Finding(
+                    "noise",
+                    f"after construction the global generator is not where args.seed={case.noise_seed} put it: "
+                    "the trainer re-seeded it or drew from it, so its noise is not the seed's",
+                )
+            )
         trainer.train()
         if case.evaluate:
             observer.phase = "evaluate"
@@ -440,10 +455,10 @@ def run_trainer(trainer_class, case: TrainerCase, output_dir: str, world_size: i
                 loss, _, _ = trainer.prediction_step(trainer.model, batch, prediction_loss_only=True)
                 batch_losses.append(loss.detach().cpu())
     except Exception as error:  # the target raised: a crash finding, not a harness error
-        findings.append(_crash(error))
+        findings = [f for f in findings if f.kind != "noise"] + [_crash(error)]
     finally:
         observer.close()
-    crashed = bool(findings)
+    crashed = any(f.kind == "crash" for f in findings)
     losses = [] if crashed else [entry["loss"] for entry in trainer.state.log_history if "loss" in entry]
     replayed, noise = ([], []) if crashed else replay_noise(observer, model.config.mask_token_id, model.config.eos_token_id, case.eps)
     findings += noise
@@ -605,7 +620,8 @@ def trainer_comparisons(case: TrainerCase, records: Sequence[TrainerRecord]) -> 
 def trainer_verdict(case: TrainerCase, records: Sequence[TrainerRecord], *, strict_precision: bool = False) -> Verdict:
     """Findings (noise, crash) of every rank, plus the comparisons when every rank trained."""
     findings = [Finding(f.kind, f.message, f.step, rank if len(records) > 1 else None) for rank, r in enumerate(records) for f in r.findings]
-    if any(r.crashed or not r.steps for r in records):
+    # A run whose draws could not be replayed has no reference to be held to: its findings say why.
+    if any(r.crashed or not r.steps or any(f.kind == "noise" for f in r.findings) for r in records):
         if not findings:
             findings.append(Finding("crash", "the trainer logged no optimizer step"))
         return judge([], findings, strict_precision=strict_precision)

@@ -1,0 +1,35 @@
+"""What a whole training run draws: rows, windows, lengths, seeds, eps, normalisation, evaluation."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+from hypothesis import strategies as st
+
+from parity.trainer_run import PUBLISHED_EPS, TrainerCase, declares_eps
+
+#: eps values that matter: the published floor, a middling one, and one where p is never small.
+EPS = st.sampled_from([PUBLISHED_EPS, 0.05, 0.5, 1.0]) | st.floats(1e-3, 1.0)
+
+
+@st.composite
+def trainer_cases(draw, dtypes=("float32", "float64")) -> TrainerCase:
+    rows = draw(st.integers(1, 6))
+    return TrainerCase(
+        examples_per_rank=rows,
+        accumulation=draw(st.integers(1, 3)),
+        max_length=draw(st.integers(2, 10)),
+        data_seed=draw(st.integers(0, 2**16)),
+        noise_seed=draw(st.integers(0, 2**16)),
+        model_seed=draw(st.integers(0, 3)),
+        dtype=draw(st.sampled_from(dtypes)),
+        average_tokens_across_devices=draw(st.booleans()),
+        evaluate=draw(st.booleans()),
+        eval_batch_size=draw(st.integers(0, rows)),
+        eps=draw(EPS),
+    )
+
+
+def for_trainer(case: TrainerCase, trainer_class) -> TrainerCase:
+    """A trainer that declares no ``eps`` runs at the published one (docs/trainer.md)."""
+    return case if declares_eps(trainer_class) else replace(case, eps=PUBLISHED_EPS)

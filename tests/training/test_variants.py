@@ -1,0 +1,54 @@
+"""The budget, calibrated on correct alternatives and on lower-precision arithmetic (docs/budget.md).
+
+A correct trainer with its own cross-entropy kernel (chunked, hand-written backward) or another
+reduction order passes in float32 and float64; a correct trainer computing its loss in float32
+inside a float64 run is named a *precision* finding: a note on a passing verdict, a failure only
+under strict precision. (The known bugs stay caught by orders of magnitude: tests/quality.)
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from parity.compare import ParityFailure, assert_verdict
+from parity.trainer_run import TrainerCase, run_trainer, trainer_verdict
+from tests.training.variants import ChunkedCETrainer, Float32LossTrainer, ReorderedSumTrainer
+
+#: Windows 3, 1 and 2, 2, 1; a middling eps; rank-local and gathered counts; evaluation in batches.
+CASES = [
+    TrainerCase(examples_per_rank=4, accumulation=3, eps=0.05, eval_batch_size=3, data_seed=5, noise_seed=11),
+    TrainerCase(average_tokens_across_devices=False, eval_batch_size=2, model_seed=2),
+]
+
+
+def _verdict(trainer_class, case, tmp_path, strict=False):
+    record = run_trainer(trainer_class, case, str(tmp_path))
+    return trainer_verdict(case, [record], strict_precision=strict)
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+@pytest.mark.parametrize("trainer_class", [ChunkedCETrainer, ReorderedSumTrainer], ids=lambda c: c.__name__)
+@pytest.mark.parametrize("case", CASES, ids=["windows-3-1", "windows-2-2-1"])
+def test_a_correct_alternative_passes(trainer_class, case, dtype, tmp_path):
+    from dataclasses import replace
+
+    verdict = assert_verdict(_verdict(trainer_class, replace(case, dtype=dtype), tmp_path))
+    assert not verdict.notes, verdict.describe()
+
+
+def test_float32_arithmetic_in_a_float64_run_is_a_precision_note_not_a_failure(tmp_path):
+    case = TrainerCase(dtype="float64", eval_batch_size=2)
+    record = run_trainer(Float32LossTrainer, case, str(tmp_path))
+    verdict = assert_verdict(trainer_verdict(case, [record]))
+    assert verdict.notes and verdict.kinds == ["precision"]
+    assert all(c.error <= c.lower_budget for c in verdict.notes)
+    assert "precision" in verdict.summary()
+    strict = trainer_verdict(case, [record], strict_precision=True)
+    with pytest.raises(ParityFailure, match=r"^precision:") as failure:
+        assert_verdict(strict)
+    assert "[precision]" in str(failure.value) and "within the float32 budget" in str(failure.value)
+
+
+def test_the_same_float32_arithmetic_in_a_float32_run_is_simply_correct(tmp_path):
+    verdict = assert_verdict(_verdict(Float32LossTrainer, TrainerCase(eval_batch_size=2), tmp_path, strict=True))
+    assert not verdict.notes
