@@ -1,8 +1,11 @@
 """How fast the cached dataset is (part of ``python -m parity bench``).
 
-Two figures: building the indices for a realistic corpus (10^6 tokens in 10^5 documents), and
+Figures: building the indices for a realistic corpus (10^6 tokens in 10^5 documents), and
 serving a sample from the cache versus recomputing the masks versus the oracle: the cache exists
-to make serving cheap, so the ratio is what it is judged by.
+to make serving cheap, so the ratio is what it is judged by. When megatron-core is installed, its
+own ``GPTDataset`` (C++ index helpers) is timed beside impl on the same work: index build, and
+serving at L = 512 and 4096, with and without the ``[1, L, L]`` attention mask (megatron hands its
+cached mask out by reference, impl copies it: docs/dataset.md, Hazards).
 """
 
 from __future__ import annotations
@@ -12,30 +15,88 @@ import time
 import numpy as np
 import torch
 
-from impl.gpt_dataset import GPTDataset, GPTDatasetConfig
+from impl.gpt_dataset import GPTDataset
 from impl.mock_data import mock_documents
 from oracle.gpt_dataset import OracleGPTDataset
+from parity.dataset_config import GPTDatasetConfig
 
 INDEX_TOKENS = 10**6
 INDEX_DOCUMENTS = 10**5
 SERVE_SEQUENCE_LENGTH = 512
 
 
-def bench_dataset() -> dict:
-    return {
-        "index_build": _bench_index_build(),
-        "serve": _bench_serve(),
-    }
+MEGATRON_SEQUENCE_LENGTHS = (512, 4096)
 
 
-def _bench_index_build() -> dict:
+def bench_dataset(megatron: bool | None = None) -> dict:
+    """``megatron``: time megatron-core beside impl (default: when it is installed)."""
+    from parity.megatron_target import megatron_version
+
+    result = {"index_build": _bench_index_build(), "serve": _bench_serve()}
+    if megatron is None:
+        megatron = megatron_version() is not None
+    if megatron:
+        result["megatron"] = bench_against_megatron()
+    return result
+
+
+def _index_documents() -> list[np.ndarray]:
     rng = np.random.default_rng(0)
     # Lengths of at least 1 that add up to exactly INDEX_TOKENS.
     lengths = 1 + rng.multinomial(INDEX_TOKENS - INDEX_DOCUMENTS, np.full(INDEX_DOCUMENTS, 1 / INDEX_DOCUMENTS))
-    documents = [rng.integers(1, 50_000, size=length) for length in lengths]
-    config = GPTDatasetConfig(sequence_length=1024, vocab_size=50_000, eod_id=0)
-    seconds = _best_of(3, lambda: GPTDataset(documents, config))
+    return [rng.integers(1, 50_000, size=length) for length in lengths]
+
+
+INDEX_CONFIG = GPTDatasetConfig(sequence_length=1024, vocab_size=50_000, eod_id=0)
+
+
+def _bench_index_build() -> dict:
+    documents = _index_documents()
+    seconds = _best_of(3, lambda: GPTDataset(documents, INDEX_CONFIG))
     return {"tokens": INDEX_TOKENS, "documents": INDEX_DOCUMENTS, "seconds": round(seconds, 4)}
+
+
+def bench_against_megatron() -> dict:
+    """impl beside megatron-core's own GPTDataset (unpatched: the fix does not change its speed)."""
+    from parity.megatron_target import megatron_dataset, megatron_version
+
+    documents = _index_documents()
+    megatron_dataset(documents[:10], INDEX_CONFIG)  # import megatron before any clock starts
+    impl_s = _best_of(3, lambda: GPTDataset(documents, INDEX_CONFIG))
+    megatron_s = _best_of(3, lambda: megatron_dataset(documents, INDEX_CONFIG))
+    result = {
+        "version": megatron_version(),
+        "index_build": {
+            "tokens": INDEX_TOKENS,
+            "documents": INDEX_DOCUMENTS,
+            "impl_seconds": round(impl_s, 4),
+            "megatron_seconds": round(megatron_s, 4),
+            "impl_over_megatron": round(impl_s / megatron_s, 2),
+        },
+        "serve": [],
+    }
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    try:
+        serve_documents = mock_documents(num_documents=200, vocab_size=1000, eod_id=0, seed=0)
+        for length in MEGATRON_SEQUENCE_LENGTHS:
+            for attention_mask in (True, False):
+                config = GPTDatasetConfig(length, vocab_size=1000, eod_id=0, pad_id=7, create_attention_mask=attention_mask)
+                samples = 300 if length <= 512 else 100
+                impl_us = _per_sample_us(GPTDataset(serve_documents, config), samples)
+                megatron_us = _per_sample_us(megatron_dataset(serve_documents, config), samples)
+                result["serve"].append(
+                    {
+                        "sequence_length": length,
+                        "attention_mask": attention_mask,
+                        "impl_us_per_sample": round(impl_us, 1),
+                        "megatron_us_per_sample": round(megatron_us, 1),
+                        "impl_over_megatron": round(impl_us / megatron_us, 2),
+                    }
+                )
+    finally:
+        torch.set_num_threads(threads)
+    return result
 
 
 def _bench_serve() -> dict:
