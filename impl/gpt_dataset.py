@@ -234,8 +234,8 @@ def _corpus_and_lengths(documents: Sequence[np.ndarray], vocab_size: int) -> tup
     if not lengths.any():
         raise ValueError("documents must not all be empty")
     corpus = corpus.astype(np.int64, casting="unsafe", copy=False)  # huge unsigned ids wrap negative
-    outside = np.flatnonzero((corpus < 0) | (corpus >= vocab_size))
-    if outside.size:
+    if corpus.min() < 0 or corpus.max() >= vocab_size:  # two reductions; the offender only when needed
+        outside = np.flatnonzero((corpus < 0) | (corpus >= vocab_size))
         number = int(np.searchsorted(np.cumsum(lengths), outside[0], side="right"))
         raise ValueError(
             f"documents must hold token ids in [0, vocab_size={vocab_size}); document {number} holds "
