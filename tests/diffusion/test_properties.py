@@ -1,4 +1,4 @@
-"""Window normalisation held to the oracle (SPEC §5.3), on the CPU always and on CUDA when present."""
+"""Window normalisation held to the oracle (docs/design.md), on the CPU always and on CUDA when present."""
 
 from __future__ import annotations
 
