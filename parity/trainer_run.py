@@ -158,7 +158,8 @@ class RunObserver(TrainerCallback):
         self.model = model
         self.phase = "train"
         self.timeline: list[torch.Tensor] = []  # the global CPU generator's states, consecutive duplicates dropped
-        self.batches: dict[str, list[dict[str, torch.Tensor]]] = {}
+        #: per phase, each served batch and the timeline position just after it was collated
+        self.batches: dict[str, list[tuple[dict[str, torch.Tensor], int]]] = {}
         self.forwards: list[ObservedForward] = []
         self.window_ends: list[int] = []  # number of train forwards when each optimizer step began
         self.grads: list[dict[str, torch.Tensor | None]] = []
@@ -182,8 +183,8 @@ class RunObserver(TrainerCallback):
     def collator(self, collate):
         def observed(examples):
             batch = collate(examples)
-            self.batches.setdefault(self.phase, []).append({k: v.detach().cpu().clone() for k, v in batch.items()})
-            self.snapshot()
+            served = {k: v.detach().cpu().clone() for k, v in batch.items()}
+            self.batches.setdefault(self.phase, []).append((served, self.snapshot()))
             return batch
 
         return observed
@@ -270,15 +271,16 @@ def replay_noise(
     if findings:
         return [], findings
     cursor = {phase: 0 for phase in served}
-    prepared = []
+    prepared, collated = [], []
     for f in forwards:
-        batch = served[f.phase][cursor[f.phase]]
+        batch, collated_at = served[f.phase][cursor[f.phase]]
         cursor[f.phase] += 1
         model_ids, _, maskable, _ = eos_padding_rule(
             batch["input_ids"], batch.get("attention_mask"), batch.get("labels"), eos_token_id
         )
         observed = f.noisy_ids == mask_token_id
         prepared.append((batch, model_ids, maskable, observed))
+        collated.append(collated_at)
 
     timeline = observer.timeline
     index_of = {}
@@ -289,7 +291,11 @@ def replay_noise(
         return any(after < p <= until for p in index_of.get(bytes(state.numpy()), []))
 
     def chain(k: int, state: torch.Tensor, start: int):
-        """Replays of forwards k, k+1, ... from ``state`` until one ends in a state the run reached."""
+        """Replays of forwards k, k+1, ... from ``state`` until one ends in a state the run reached.
+
+        The state the draws end in must be one the run reached after the last replayed batch was
+        collated (noise cannot be drawn for a batch not yet served) and by its forward pass.
+        """
         replays = []
         while k < len(forwards):
             _, _, maskable, observed = prepared[k]
@@ -299,7 +305,7 @@ def replay_noise(
             if not torch.equal(masked, observed):
                 return None
             replays.append((p, state))
-            if confirmed(state, start, forwards[k].state_index):
+            if confirmed(state, max(start, collated[k]), forwards[k].state_index):
                 return replays
             k += 1
         return None
@@ -311,11 +317,13 @@ def replay_noise(
         f = forwards[k]
         candidates = [] if continuation is None else [(continuation, previous)]
         candidates += [(timeline[i], i) for i in range(f.state_index - 1, previous - 1, -1)]
+        # The shortest confirmed explanation wins: a stale state can only explain a forward through
+        # a coincidence that a longer chain of replays makes possible, never a shorter one.
         found = None
         for state, start in candidates:
-            found = chain(k, state, start)
-            if found:
-                break
+            explained = chain(k, state, start)
+            if explained and (found is None or len(explained) < len(found)):
+                found = explained
         if not found:
             where = f"{f.phase} forward {k}"
             if observed.shape != maskable.shape:
