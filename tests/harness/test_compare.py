@@ -1,11 +1,20 @@
-"""The budget of SPEC §6, read like its manual: what holds, what fails, and what a failure says."""
+"""The budget (docs/budget.md), read like its manual: what holds, what fails, and what kind of failure it is."""
 
 from __future__ import annotations
 
 import pytest
 import torch
 
-from parity.compare import BudgetExceeded, assert_within_budget, compare_states, compare_tensor
+from parity.compare import (
+    BudgetExceeded,
+    Finding,
+    ParityFailure,
+    assert_verdict,
+    assert_within_budget,
+    compare_states,
+    compare_tensor,
+    judge,
+)
 
 GOLDEN = torch.tensor([1.0, -2.0, 4.0], dtype=torch.float64)
 EPS32 = torch.finfo(torch.float32).eps
@@ -64,3 +73,74 @@ def test_shapes_must_agree():
 def test_a_non_finite_output_never_holds():
     out = torch.tensor([float("nan"), 0.0, 0.0])
     assert not compare_tensor("w", out, [GOLDEN.float()], GOLDEN).holds
+
+
+# --- kinds: what a difference is, not only that it exists ------------------------------------------
+
+
+def _float64_case(error: float):
+    """A float64 output off by ``error`` at one element, a float64 reference exact to 1e-16, and a
+    float32 reference at float32 rounding (what the oracle gives in that dtype)."""
+    out = GOLDEN.clone()
+    out[1] += error
+    ref64 = GOLDEN + 1e-16
+    ref32 = (GOLDEN + torch.tensor([0.0, 3e-7, 0.0], dtype=torch.float64)).float()
+    return compare_tensor("step 0 grad w", out, [ref64], GOLDEN, lower_refs=[ref32], step=0, quantity="grad", tensor="w")
+
+
+def test_a_comparison_carries_its_identity_as_fields():
+    c = _float64_case(0.0)
+    assert (c.step, c.quantity, c.tensor, c.rank) == (0, "grad", "w", None)
+    assert c.holds and c.kind is None
+
+
+def test_float32_rounding_in_a_float64_run_is_a_precision_finding():
+    c = _float64_case(2e-7)
+    assert not c.holds and c.kind == "precision" and c.error <= c.lower_budget
+    assert c.describe().startswith("[precision] step 0 grad w") and "within the float32 budget" in c.describe()
+
+
+def test_an_error_of_a_ratio_is_a_normalisation_finding():
+    c = _float64_case(1.0)  # golden -2 becomes -1: off by a factor of two
+    assert c.kind == "normalisation" and c.relative_error > 0.1
+    assert "exceeds the float32 budget" in c.describe()
+
+
+def test_an_excess_too_small_for_a_wrong_count_is_a_mismatch():
+    ref = (GOLDEN + 1e-7).float()
+    out = (GOLDEN + 1e-5).float()
+    c = compare_tensor("w", out, [ref], GOLDEN)
+    assert not c.holds and c.kind == "mismatch"
+
+
+def test_a_precision_finding_is_a_note_unless_precision_is_strict():
+    comparisons = [_float64_case(2e-7), _float64_case(0.0)]
+    verdict = assert_verdict(judge(comparisons))
+    assert verdict.holds and verdict.kinds == ["precision"] and len(verdict.notes) == 1
+    assert "note: precision" in verdict.summary()
+    with pytest.raises(ParityFailure, match=r"^precision:\n\[precision\] step 0 grad w"):
+        assert_verdict(judge(comparisons, strict_precision=True))
+
+
+def test_findings_fail_a_verdict_and_lead_its_message():
+    verdict = judge([_float64_case(1.0)], [Finding("noise", "train forward 0: masks differ", step=0)])
+    assert not verdict.holds and verdict.failure_kinds == ["normalisation", "noise"]
+    with pytest.raises(ParityFailure) as failure:
+        assert_verdict(verdict)
+    message = str(failure.value)
+    assert message.startswith("normalisation, noise:") and "[noise] step 0 train forward 0: masks differ" in message
+    assert "[normalisation] step 0 grad w" in message
+
+
+def test_a_crash_is_a_finding_of_its_own():
+    verdict = judge([], [Finding("crash", "RuntimeError: boom at x.py:3")])
+    assert verdict.failure_kinds == ["crash"] and "[crash] RuntimeError: boom" in verdict.describe()
+
+
+def test_compare_states_names_each_tensor_and_keeps_its_key():
+    golden = {"a": GOLDEN, "b": GOLDEN * 2}
+    comparisons = compare_states(golden, [golden], golden, names={"a": "step 3 param a", "b": "step 3 param b"}, step=3, quantity="param")
+    assert [(c.name, c.tensor, c.step, c.quantity) for c in comparisons] == [
+        ("step 3 param a", "a", 3, "param"),
+        ("step 3 param b", "b", 3, "param"),
+    ]

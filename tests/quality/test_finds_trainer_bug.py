@@ -1,31 +1,78 @@
-"""Self-check at the trainer level: the pre-fix trainer fails parity alone and under two-rank DDP."""
+"""Self-check at the trainer level: the pre-fix trainers fail parity, named as normalisation bugs.
+
+``known-bug:local-mean`` (impl's published-contract trainer before the fix) and
+``known-bug:logits-local-mean`` (the logits-style trainer before its fix) must be caught alone and
+under two-rank DDP, and a failing whole-run property must report within the CI per-test budget.
+"""
 
 from __future__ import annotations
 
 import json
+import time
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
+from parity.compare import ParityFailure
 from parity.distributed import launch
 from parity.targets import get_target
-from parity.trainer_run import TrainerCase, run_trainer, trainer_comparisons
+from parity.trainer_run import TrainerCase, run_trainer, trainer_verdict
+from tests.budget import fraction_of_profile
+from tests.training.strategies import for_trainer
 
-BUG = "known-bug:local-mean"
+BUGS = ["known-bug:local-mean", "known-bug:logits-local-mean"]
+#: What a failing whole-run property may take to report, well inside the per-test timeout.
+REPORT_WITHIN_S = 120
 
 
-def test_single_process_run_catches_the_local_mean_trainer(tmp_path):
+@pytest.mark.parametrize("bug", BUGS)
+def test_single_process_run_catches_the_pre_fix_trainer_as_a_normalisation_bug(bug, tmp_path):
     case = TrainerCase()
-    record = run_trainer(get_target(BUG).load("trainer"), case, str(tmp_path))
-    failures = [c for c in trainer_comparisons(case, [record]) if not c.holds]
-    assert any("step 0 grad" in c.name for c in failures), "the first window's gradients must already be wrong"
-    assert any(c.name.endswith("loss") for c in failures)
+    verdict = trainer_verdict(case, [run_trainer(get_target(bug).load("trainer"), case, str(tmp_path))])
+    assert not verdict.holds and "normalisation" in verdict.failure_kinds
+    failures = verdict.failures
+    assert any(c.step == 0 and c.quantity == "grad" for c in failures), "the first window's gradients must already be wrong"
+    assert any(c.quantity == "loss" for c in failures)
+    worst = max(c.ratio for c in failures)
+    assert worst > 1e4, f"caught by orders of magnitude, not {worst:.3g}x the budget"
+
+
+def test_a_failing_trainer_property_reports_within_the_ci_budget(tmp_path_factory):
+    """No shrinking outside nightly: the first failing example is reported as found, with its kind."""
+    trainer_class = get_target("known-bug:logits-local-mean").load("trainer")
+
+    # Windows of several microbatches with masks in them: where a local mean can differ at all.
+    visible = st.builds(
+        TrainerCase,
+        examples_per_rank=st.integers(4, 6),
+        accumulation=st.integers(2, 3),
+        data_seed=st.integers(0, 2**16),
+        noise_seed=st.integers(0, 2**16),
+        eps=st.sampled_from([1e-3, 0.05]),
+    )
+
+    @fraction_of_profile(0.2)
+    @given(case=visible)
+    def prop(case):
+        case = for_trainer(case, trainer_class)
+        from parity.compare import assert_verdict
+
+        assert_verdict(trainer_verdict(case, [run_trainer(trainer_class, case, str(tmp_path_factory.mktemp("bug")))]))
+
+    start = time.monotonic()
+    with pytest.raises(ParityFailure, match="normalisation"):
+        prop()
+    assert time.monotonic() - start < REPORT_WITHIN_S
 
 
 @pytest.mark.distributed
 @pytest.mark.xdist_group("distributed")
 def test_two_rank_run_catches_the_local_mean_trainer(tmp_path):
     result = tmp_path / "verdicts.json"
-    launch("parity.ddp_cases", ["--target", BUG, "--json", str(result)], 2, timeout_s=600)
-    holds = {name: verdict["holds"] for name, verdict in json.loads(result.read_text())["cases"].items()}
+    launch("parity.ddp_cases", ["--target", BUGS[0], "--json", str(result)], 2, timeout_s=600)
+    cases = json.loads(result.read_text())["cases"]
+    holds = {name: verdict["holds"] for name, verdict in cases.items()}
     # With nothing masked anywhere both normalisations give zero; every other case must be caught.
     assert holds == {"unequal-counts": False, "one-rank-empty": False, "all-ranks-empty": True, "rank-local": False}
+    assert all("normalisation" in v["kinds"] for v in cases.values() if not v["holds"])
