@@ -94,7 +94,8 @@ class LogitsDiffusionTrainer(Trainer):
         return bool(self.args.average_tokens_across_devices) and dist.is_available() and dist.is_initialized()
 
     def compute_loss(self, model, inputs, return_outputs=False, num_items_in_batch=None):
-        if num_items_in_batch is not None and self._window_noise:
+        # prediction_step passes a count of its own (supervised tokens): only training uses the window's
+        if model.training and num_items_in_batch is not None and self._window_noise:
             ids, targets, masked, p = self._window_noise.popleft()
         else:  # evaluation or a direct call: this batch alone
             ids, targets, masked, p = self._draw(inputs)
