@@ -21,6 +21,12 @@ _HARNESS_ROOT = Path(__file__).resolve().parent.parent
 _HARNESS_DIRS = tuple(str(_HARNESS_ROOT / name) + os.sep for name in ("parity", "tests", "oracle"))
 
 
+class AliasingHazard(UserWarning):
+    """Returned tensors alias each other or a cache (docs/dataset.md, Hazards): reported beside a
+    passing verdict for a target that does not promise copies. Defined here, in an importable
+    module, so that pytest-xdist can carry the warning from a worker to the controller."""
+
+
 class TargetCrashed(Exception):
     """The target itself raised: not a counterexample to a property, a crash (docs/dataset.md, Crashes).
 

@@ -16,6 +16,7 @@ import pytest
 from hypothesis import example, given
 from hypothesis import strategies as st
 
+from parity.dataset_compare import AliasingHazard
 from tests.dataset import properties
 from tests.dataset.strategies import (
     EDITS,
@@ -41,10 +42,6 @@ def test_every_sample_matches_the_oracle_in_any_serve_order(dataset_factory, cas
 @example(case_and_start=(MOCK_DATA_CASE, 1))
 def test_a_resumed_run_serves_what_a_fresh_run_served(dataset_factory, case_and_start):
     properties.check_resume_agrees(dataset_factory, *case_and_start)
-
-
-class AliasingHazard(UserWarning):
-    """Returned tensors alias each other or the cache (docs/dataset.md, Hazards)."""
 
 
 @given(case=dataset_cases(), edit=st.sampled_from(EDITS))
