@@ -32,6 +32,7 @@ number would not.
 from __future__ import annotations
 
 import math
+import os
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 
@@ -309,10 +310,20 @@ class Verdict:
         return "\n".join(lines)
 
 
+#: Set to ``1`` (by ``pytest --parity-strict-precision``, or by hand) to make precision findings fail.
+STRICT_PRECISION_ENV = "PARITY_STRICT_PRECISION"
+
+
+def strict_precision_requested() -> bool:
+    return os.environ.get(STRICT_PRECISION_ENV, "") not in ("", "0")
+
+
 def judge(
-    comparisons: Iterable[Comparison], findings: Iterable[Finding] = (), *, strict_precision: bool = False
+    comparisons: Iterable[Comparison], findings: Iterable[Finding] = (), *, strict_precision: bool | None = None
 ) -> Verdict:
-    return Verdict(list(comparisons), list(findings), strict_precision)
+    """``strict_precision`` None: as ``$PARITY_STRICT_PRECISION`` says (default: precision is a note)."""
+    strict = strict_precision_requested() if strict_precision is None else strict_precision
+    return Verdict(list(comparisons), list(findings), strict)
 
 
 class ParityFailure(AssertionError):

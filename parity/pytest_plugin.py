@@ -97,6 +97,10 @@ def pytest_configure(config: pytest.Config) -> None:
         config.parity_target = get_target(config.getoption("--target") or "impl")
     except UnknownTargetError as error:
         raise pytest.UsageError(str(error)) from None
+    if config.getoption("--parity-strict-precision"):  # through the environment, so DDP ranks see it too
+        from parity.compare import STRICT_PRECISION_ENV
+
+        os.environ[STRICT_PRECISION_ENV] = "1"
     remote_code = config.getoption("--nemotron-remote-code")
     if remote_code:  # through the environment, so that DDP worker processes build the same model
         from oracle.remote_code import REMOTE_CODE_ENV, RemoteCodeError, check_remote_code_folder, check_remote_model
@@ -158,5 +162,7 @@ def trainer_class(target):
 
 @pytest.fixture(scope="session")
 def strict_precision(pytestconfig: pytest.Config) -> bool:
-    """``--parity-strict-precision``: precision findings fail instead of being notes."""
-    return bool(pytestconfig.getoption("--parity-strict-precision"))
+    """``--parity-strict-precision`` (or ``$PARITY_STRICT_PRECISION=1``): precision findings fail."""
+    from parity.compare import strict_precision_requested
+
+    return bool(pytestconfig.getoption("--parity-strict-precision")) or strict_precision_requested()

@@ -625,7 +625,7 @@ def trainer_comparisons(case: TrainerCase, records: Sequence[TrainerRecord]) -> 
     return comparisons
 
 
-def trainer_verdict(case: TrainerCase, records: Sequence[TrainerRecord], *, strict_precision: bool = False) -> Verdict:
+def trainer_verdict(case: TrainerCase, records: Sequence[TrainerRecord], *, strict_precision: bool | None = None) -> Verdict:
     """Findings (noise, crash) of every rank, plus the comparisons when every rank trained."""
     findings = [Finding(f.kind, f.message, f.step, rank if len(records) > 1 else None) for rank, r in enumerate(records) for f in r.findings]
     # A run whose draws could not be replayed has no reference to be held to: its findings say why.

@@ -39,7 +39,7 @@ def test_a_correct_alternative_passes(trainer_class, case, dtype, tmp_path):
 def test_float32_arithmetic_in_a_float64_run_is_a_precision_note_not_a_failure(tmp_path):
     case = TrainerCase(dtype="float64", eval_batch_size=2)
     record = run_trainer(Float32LossTrainer, case, str(tmp_path))
-    verdict = assert_verdict(trainer_verdict(case, [record]))
+    verdict = assert_verdict(trainer_verdict(case, [record], strict_precision=False))
     assert verdict.notes and verdict.kinds == ["precision"]
     assert all(c.error <= c.lower_budget for c in verdict.notes)
     assert "precision" in verdict.summary()
