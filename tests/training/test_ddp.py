@@ -24,9 +24,13 @@ DRAWN = 2
 DRAW_SEED = int(os.environ.get("PARITY_DDP_SEED", 0 if os.environ.get("CI") else random.randrange(2**16)))
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture(scope="session")
 def verdicts(target, tmp_path_factory):
-    """All cases in one launch: the process start and imports (~7 s a rank) are paid once."""
+    """All cases in one launch: the process start and imports (~7 s a rank) are paid once.
+
+    Session scope: xdist may hand this module's tests to its worker in several batches, and a
+    module fixture would be torn down (and the launch paid again) between them.
+    """
     if not target.provides("trainer"):
         pytest.skip(f"target {target.name!r} has no trainer interface")
     result = tmp_path_factory.mktemp("ddp") / "verdicts.json"
