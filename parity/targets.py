@@ -217,8 +217,12 @@ class UnknownTargetError(LookupError):
     """A target name that neither the built-ins nor an installed entry point defines."""
 
 
-class TargetLoadError(RuntimeError):
-    """An installed entry point that could not be loaded as a target (raised only when selected)."""
+class TargetLoadError(UnknownTargetError):
+    """An installed entry point that could not be loaded as a target (raised only when selected).
+
+    An ``UnknownTargetError`` too: the target cannot be provided, and every caller that reports an
+    unknown name as a usage error (``pytest --target``, ``python -m parity``) reports this one the
+    same way, with the adapter's own import error."""
 
 
 def default_targets() -> dict[str, Target]:

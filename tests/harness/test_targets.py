@@ -67,6 +67,7 @@ def test_a_broken_adapter_breaks_only_a_run_that_selects_it(monkeypatch):
     with pytest.raises(targets.TargetLoadError, match="'broken-adapter'.*failed to load: ImportError: No module named"):
         get_target("broken-adapter")
     assert any(isinstance(line, str) and "NOT LOADED" in line for line in targets.listed_targets())
+    assert issubclass(targets.TargetLoadError, UnknownTargetError)  # a usage error wherever names are resolved
 
 
 def test_optional_targets_are_not_default_columns():
