@@ -117,7 +117,8 @@ def pytest_report_header(config: pytest.Config) -> str | None:
     target = getattr(config, "parity_target", None)
     if target is None:
         return None
-    return f"parity target: {target.name} ({target.description}); expected to {target.expect}"
+    installed = f"; {target.requires} {target.version}" if target.requires else ""
+    return f"parity target: {target.name} ({target.description}{installed}); expected to {target.expect}"
 
 
 # --- fixtures: each property receives the selected target's interface, or is skipped cleanly ----
