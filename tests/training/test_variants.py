@@ -52,3 +52,25 @@ def test_float32_arithmetic_in_a_float64_run_is_a_precision_note_not_a_failure(t
 def test_the_same_float32_arithmetic_in_a_float32_run_is_simply_correct(tmp_path):
     verdict = assert_verdict(_verdict(Float32LossTrainer, TrainerCase(eval_batch_size=2), tmp_path, strict=True))
     assert not verdict.notes
+
+
+def test_each_step_is_judged_from_where_the_target_is(tmp_path):
+    """The trajectory reference (docs/budget.md): a target whose parameters left the oracle's after
+    step 0 (by 1e-9 relative: enough to move float32 roundings inside the model's norms) but that
+    takes every later step correctly from where it is, fails at step 0 only, even in strict precision."""
+    import torch
+
+    from impl.trainer import WindowedDiffusionTrainer
+    from oracle.window_reference import StepResult
+    from parity.trainer_run import oracle_run
+
+    case = TrainerCase(dtype="float64", evaluate=False)
+    record = run_trainer(WindowedDiffusionTrainer, case, str(tmp_path))
+    first = record.steps[0]
+    record.steps[0] = StepResult(first.loss, first.grads, {n: p * (1 + 1e-9) for n, p in first.params.items()})
+    for k in range(1, len(record.steps)):
+        along = oracle_run(case, [record], torch.float64, "cpu", start_params=[s.params for s in record.steps])
+        record.steps[k] = StepResult(record.steps[k].loss, along.steps[k].grads, along.steps[k].params)
+    verdict = trainer_verdict(case, [record], strict_precision=True)
+    assert {c.step for c in verdict.failures} == {0}
+    assert {c.quantity for c in verdict.failures} == {"param"}
