@@ -27,9 +27,13 @@ def _verdict(trainer_class, case, tmp_path, strict=False):
 
 
 @pytest.mark.parametrize("dtype", ["float32", "float64"])
-@pytest.mark.parametrize("trainer_class", [ChunkedCETrainer, ReorderedSumTrainer], ids=lambda c: c.__name__)
-@pytest.mark.parametrize("case", CASES, ids=["windows-3-1", "windows-2-2-1"])
+@pytest.mark.parametrize(
+    "trainer_class, case",
+    [(ChunkedCETrainer, CASES[0]), (ReorderedSumTrainer, CASES[1])],
+    ids=["ChunkedCETrainer-windows-3-1", "ReorderedSumTrainer-windows-2-2-1"],
+)
 def test_a_correct_alternative_passes(trainer_class, case, dtype, tmp_path):
+    """(The calibration of docs/budget.md ran both on 25 random runs per dtype.)"""
     from dataclasses import replace
 
     verdict = assert_verdict(_verdict(trainer_class, replace(case, dtype=dtype), tmp_path))
