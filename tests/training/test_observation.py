@@ -54,6 +54,16 @@ def test_noise_that_is_not_the_published_noising_is_a_noise_finding(trainer_clas
     assert says in verdict.describe()
 
 
+def test_noise_drawn_inside_the_models_own_forward_is_followed(tmp_path):
+    from parity.compare import assert_verdict
+    from tests.training.variants import ModelDrawsTrainer
+
+    case = TrainerCase(examples_per_rank=3, accumulation=1, eps=0.05, eval_batch_size=2)
+    record = run_trainer(ModelDrawsTrainer, case, str(tmp_path))
+    assert_verdict(trainer_verdict(case, [record], strict_precision=True))
+    assert sum(int(d.masked_indices.sum()) for w in record.train_draws for d in w) > 0
+
+
 def test_a_trainer_that_raises_is_a_crash_finding(tmp_path):
     verdict = trainer_verdict(CASE, [run_trainer(CrashingTrainer, CASE, str(tmp_path))])
     assert verdict.failure_kinds == ["crash"]
