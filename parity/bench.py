@@ -59,8 +59,12 @@ def run_bench(
     rate_examples: int = RATE_EXAMPLES,
     rate_seconds: float = RATE_SECONDS,
     shrink: bool = True,
+    crash_hunt: bool = False,
 ) -> dict:
     """All three measurements as one JSON-ready dict.
+
+    With ``crash_hunt`` and megatron-core installed, ``dataset["megatron"]["crash"]`` also says how
+    the random search finds and shrinks megatron-core's own index crash (docs/dataset.md, Crashes).
 
     Keys: ``settings`` (the arguments); ``hunts``, one entry per known-bug target and hunted
     property (``found`` of ``seeds``, the ``median_*`` figures, each seed's hunt report under
@@ -82,6 +86,9 @@ def run_bench(
         ]
         progress("dataset benchmark (parity.bench_dataset)")
         dataset = bench_dataset()
+        if crash_hunt and "megatron" in dataset:
+            progress("hunt megatron-core's index crash")
+            dataset["megatron"]["crash"] = megatron_crash_hunt()
         rates = {}
         for name, (interface, check, arguments) in suite.items():
             progress(f"examples per second: {name}")
@@ -98,6 +105,26 @@ def run_bench(
         "dataset": dataset,
         "rates": rates,
         "seconds": round(time.perf_counter() - start, 1),
+    }
+
+
+def megatron_crash_hunt(max_examples: int = 5000, seed: int = 0) -> dict:
+    """Random search for a crash of ``megatron-core:fixed`` with the index property; shrunk."""
+    from tests.dataset import properties
+    from tests.dataset.strategies import dataset_cases
+
+    found = hunt(
+        properties.check_indices_match_oracle,
+        get_target("megatron-core:fixed").load("dataset"),
+        st.tuples(dataset_cases()),
+        max_examples=max_examples,
+        seed=seed,
+    )
+    return {
+        "crash": found.crash or None,
+        "examples_to_crash": found.examples_to_crash,
+        "shrunk": found.crash_counterexample or None,
+        "seconds_with_shrinking": round(found.seconds_total, 2),
     }
 
 
@@ -271,6 +298,20 @@ def _megatron_lines(megatron: dict | None) -> list[str]:
         text_table(["what", "impl us", "megatron-core us", "impl / megatron-core"], rows),
         "megatron-core hands its cached attention mask out by reference (a hazard); impl copies it, "
         "which at L=4096 is a 16 MiB copy per sample",
+        *_crash_lines(megatron.get("crash")),
+    ]
+
+
+def _crash_lines(crash: dict | None) -> list[str]:
+    if crash is None:
+        return []
+    if crash["crash"] is None:
+        return ["", "megatron-core's index crash: not reached by the random search this time"]
+    return [
+        "",
+        f"megatron-core's index crash, found by the random search after {crash['examples_to_crash']} examples "
+        f"({crash['seconds_with_shrinking']} s with shrinking): {crash['crash']}",
+        f"shrunk to: {crash['shrunk']}",
     ]
 
 
@@ -288,7 +329,9 @@ def bench_main(parser: argparse.ArgumentParser, args: argparse.Namespace) -> int
     if args.seeds < 1:
         parser.error("--seeds must be at least 1")
     try:
-        result = run_bench(args.seeds, lambda message: print(f"[parity] {message} ...", file=sys.stderr, flush=True))
+        result = run_bench(
+            args.seeds, lambda message: print(f"[parity] {message} ...", file=sys.stderr, flush=True), crash_hunt=True
+        )
     except NotAClone as error:
         parser.exit(2, f"{parser.prog}: {error}\n")
     print(format_bench(result))

@@ -35,6 +35,7 @@ class Hunt:
     #: (shrunk) arguments it crashed on; a crash is not a counterexample.
     crash: str = ""
     crash_counterexample: str = ""
+    examples_to_crash: int | None = None
 
     @property
     def found(self) -> bool:
@@ -91,6 +92,7 @@ def hunt(
         except TargetCrashed as crash:  # the target raised: a crash, not a counterexample
             if not found.crash:
                 found.crash = str(crash)
+                found.examples_to_crash = calls
             found.crash_counterexample = repr(args)
             raise
         except AssertionError as failure:
