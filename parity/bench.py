@@ -42,6 +42,7 @@ NOT_A_CLONE = "python -m parity bench must run from the root of a clone (it time
 HUNTED = {
     "dataset": ("dataset/matches-oracle", "dataset/resume-agrees"),
     "loss": ("diffusion/window-parity",),
+    "trainer": ("training/any-run-matches",),
 }
 
 Progress = Callable[[str], None]
