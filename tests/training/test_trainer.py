@@ -44,7 +44,7 @@ def test_three_sgd_steps_over_windows_2_2_1(trainer_class, dtype, tmp_path_facto
     assert record.eval_loss is not None and len(record.eval_draws) == len(record.batch_losses) == 3
 
 
-@fraction_of_profile(0.2)
+@fraction_of_profile(0.3)
 @given(case=trainer_cases)
 @example(case=TrainerCase(accumulation=3, eps=0.5, average_tokens_across_devices=False, eval_batch_size=1))
 def test_any_training_run_matches_the_reference(trainer_class, case, tmp_path_factory):
