@@ -1,9 +1,10 @@
 """A Megatron-LM style GPT dataset whose token-independent masks are cached (docs/dataset.md).
 
 Samples are fixed windows of ``sequence_length`` tokens over the documents laid end to end in a
-shuffled, multi-epoch order; the indices are megatron-core's, bit for bit (docs/dataset.md, Indices). Without the EOD resets the loss mask, position ids and causal mask are
-the same for every sample, so they are computed once and copied out on every later call: the copy
-is several times cheaper than rebuilding the ``[1, L, L]`` mask. Every returned tensor owns its
+shuffled, multi-epoch order; the indices are megatron-core's, bit for bit (docs/dataset.md,
+Indices). Without the EOD resets the loss mask, position ids and causal mask are the same for every
+sample, so they are computed once and copied out on every later call: the copy is several times
+cheaper than rebuilding the ``[1, L, L]`` mask. Every returned tensor owns its
 memory, so a consumer that edits a batch in place cannot change the cache or any other sample.
 """
 
@@ -37,8 +38,12 @@ class SampleMasks:
             loss_mask=self.loss_mask.clone(),
             position_ids=self.position_ids.clone(),
             # empty + copy_ moves the [1, L, L] mask about 1.6x faster than clone() here.
-            attention_mask=None if self.attention_mask is None else torch.empty_like(self.attention_mask).copy_(self.attention_mask),
+            attention_mask=None if self.attention_mask is None else _copy(self.attention_mask),
         )
+
+
+def _copy(tensor: torch.Tensor) -> torch.Tensor:
+    return torch.empty_like(tensor).copy_(tensor)
 
 
 class GPTDataset:
@@ -74,7 +79,10 @@ class GPTDataset:
         if separate:
             before = _samples_before_final_epoch(tokens_per_epoch, num_epochs, config)
             self.shuffle_index = np.concatenate(
-                (_shuffled(np.arange(before, dtype=np.int64), rng), _shuffled(np.arange(before, num_samples, dtype=np.int64), rng))
+                (
+                    _shuffled(np.arange(before, dtype=np.int64), rng),
+                    _shuffled(np.arange(before, num_samples, dtype=np.int64), rng),
+                )
             )
         else:
             self.shuffle_index = _shuffled(np.arange(num_samples, dtype=np.int64), rng)

@@ -180,7 +180,9 @@ def dataset_scenario(targets: list[Target], options: Options, progress: Callable
             if k >= len(expected) or sample_difference(sample, expected[k]) is not None
         ]
         wrongly_masked = sum(
-            int((s["loss_mask"] != e["loss_mask"]).sum()) for s, e in zip(seen_resumed, expected) if s["loss_mask"].shape == e["loss_mask"].shape
+            int((s["loss_mask"] != e["loss_mask"]).sum())
+            for s, e in zip(seen_resumed, expected)
+            if s["loss_mask"].shape == e["loss_mask"].shape
         )
         disagreements = sum(sample_difference(r, f) is not None for r, f in zip(seen_resumed, seen_fresh, strict=True))
         figures = {

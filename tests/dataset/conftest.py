@@ -31,7 +31,11 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo):
     if crashes and all(is_known_crash(crash, target.known_crashes) for crash in crashes):
         report.outcome = "skipped"
         # Hypothesis attaches the shrunk example to the exception it re-raises, as a note.
-        notes = [note for note in getattr(call.excinfo.value, "__notes__", ()) if note.startswith(("Falsifying", "Failing test case"))]
+        notes = [
+            note
+            for note in getattr(call.excinfo.value, "__notes__", ())
+            if note.startswith(("Falsifying", "Failing test case"))
+        ]
         report.wasxfail = "crashed (known): " + "; ".join(str(crash) for crash in crashes) + "".join(
             " | " + " ".join(note.split()) for note in notes
         )

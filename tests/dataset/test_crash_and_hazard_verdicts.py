@@ -49,7 +49,9 @@ def test_an_assertion_inside_the_target_is_a_crash_naming_where_it_was_raised():
     assert not is_known_crash(crash, ("AssertionError at megatron/",))
 
 
-@pytest.mark.parametrize(("known", "verdict"), [((), "crashed (UNEXPECTED)"), (("AssertionError",), "crashed (known upstream crash)")])
+@pytest.mark.parametrize(
+    ("known", "verdict"), [((), "crashed (UNEXPECTED)"), (("AssertionError",), "crashed (known upstream crash)")]
+)
 def test_the_report_shows_a_crashed_verdict(known, verdict):
     target = Target("crashes", "stand-in", "pass", dataset=f"{HERE}:crashing_factory", known_crashes=known)
     result = dataset_scenario([target], Options(), lambda message: None)
@@ -63,6 +65,8 @@ def test_aliasing_is_named_key_by_key_and_sample_by_sample():
     dataset = _Aliasing()
     hazards = aliasing_hazards([(k, dataset[k]) for k in range(2)])
     assert hazards[0].startswith("labels and tokens share storage (dataset[0]")
-    assert hazards[1].startswith("position_ids is handed out by reference: it shares storage with an earlier sample's position_ids")
+    assert hazards[1].startswith(
+        "position_ids is handed out by reference: it shares storage with an earlier sample's position_ids"
+    )
     assert len(hazards) == 2  # one line per kind
     assert aliasing_hazards([(0, {"tokens": torch.zeros(3), "labels": torch.zeros(3)})]) == []

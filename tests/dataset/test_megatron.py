@@ -15,6 +15,7 @@ from hypothesis import given, reject, settings
 from hypothesis import strategies as st
 
 from parity.dataset_compare import TargetCrashed, is_known_crash
+from parity.dataset_config import GPTDatasetConfig
 from parity.hunt import hunt
 from parity.targets import ConfigDeclined, OPTIONAL_TARGETS, get_target
 from tests.dataset import properties
@@ -31,7 +32,9 @@ from tests.dataset.strategies import (
 MEGATRON = next(t for t in OPTIONAL_TARGETS if t.name == "megatron-core")
 pytestmark = [
     pytest.mark.xdist_group("megatron"),
-    pytest.mark.skipif(MEGATRON.version is None, reason="megatron-core is not installed (pip install 'parity-harness[megatron]')"),
+    pytest.mark.skipif(
+        MEGATRON.version is None, reason="megatron-core is not installed (pip install 'parity-harness[megatron]')"
+    ),
 ]
 
 
@@ -122,7 +125,7 @@ def test_impl_builds_megatrons_indices(unpatched, case):
 
 def test_num_epochs_is_declined(unpatched):
     with pytest.raises(ConfigDeclined, match="no num_epochs"):
-        unpatched(list(UPSTREAM_PR_CASE.documents), UPSTREAM_PR_CASE.config.__class__(sequence_length=4, vocab_size=10, eod_id=0, num_epochs=1))
+        unpatched(list(UPSTREAM_PR_CASE.documents), GPTDatasetConfig(sequence_length=4, vocab_size=10, eod_id=0, num_epochs=1))
 
 
 def test_the_version_is_the_installed_one():

@@ -3,8 +3,9 @@
 The required properties (oracle in any serve order, resume, DataLoader workers, indices) decide
 the verdict: every dataset target must pass them, the known bugs (``known-bug:cache-*`` and an
 unpatched ``megatron-core``) must fail them. Aliasing is a hazard: required for a target that
-promises copies (``impl``), reported for the others. The checks themselves live in ``properties.py`` so that ``tests/quality`` can run
-exactly the same code when it measures how fast the bugs are found.
+promises copies (``impl``), reported for the others. The checks themselves live in
+``properties.py`` so that ``tests/quality`` and ``python -m parity bench`` run exactly the same
+code when they measure how fast the bugs are found.
 """
 
 from __future__ import annotations
