@@ -131,6 +131,8 @@ def ddp(parser: argparse.ArgumentParser, args: argparse.Namespace) -> int:
     except (ValueError, UnknownTargetError, LookupError) as error:
         parser.error(str(error))
     arguments = ["--target", args.target, "--device", device, "--strict"]
+    if args.draw:
+        arguments += ["--draw", str(args.draw), "--draw-seed", str(args.draw_seed)]
     if args.json:
         arguments += ["--json", args.json]
     try:
@@ -168,6 +170,8 @@ def cli_parser() -> argparse.ArgumentParser:
     ddp_parser.add_argument("--device", default="cpu", choices=[*DEVICES, "auto"], help="Gloo on cpu, NCCL on cuda")
     ddp_parser.add_argument("--world-size", type=int, default=2, choices=[2], help="ranks (default: 2)")
     ddp_parser.add_argument("--timeout", type=float, default=600.0, metavar="S", help="launcher timeout (default: 600)")
+    ddp_parser.add_argument("--draw", type=int, default=0, metavar="N", help="also N cases drawn from --draw-seed")
+    ddp_parser.add_argument("--draw-seed", type=int, default=0, metavar="S", help="seed of the drawn cases (default: 0)")
     ddp_parser.add_argument("--json", metavar="PATH", help="also write rank 0's verdicts as JSON")
     return parser
 
