@@ -101,14 +101,18 @@ class LogitsDiffusionTrainer(Trainer):
             ids, targets, masked, p = self._draw(inputs)
             num_items_in_batch = None
         noisy = torch.where(masked, self.model.config.mask_token_id, ids)
-        logits = model(input_ids=noisy).logits
-        sum_loss = self.masked_sum(logits, targets, masked, p)
+        logits, sum_loss = self.forward_and_sum(model, noisy, targets, masked, p)
         if num_items_in_batch is None or not self.window_normalised:
             loss = sum_loss / masked.sum().clamp(min=1)
         else:
             scale = dist.get_world_size() if self._gathered() else 1
             loss = sum_loss * scale / num_items_in_batch.to(sum_loss.device).clamp(min=1)
         return (loss, {"loss": loss, "logits": logits}) if return_outputs else loss
+
+    def forward_and_sum(self, model, noisy, targets, masked, p):
+        """``(logits, sum_i CE_i / p_i)``: the model's ``.logits``, then the masked sum."""
+        logits = model(input_ids=noisy).logits
+        return logits, self.masked_sum(logits, targets, masked, p)
 
     def masked_sum(self, logits, targets, masked, p):
         """``sum_i CE_i / p_i`` over the masked positions (a subclass may use another kernel)."""

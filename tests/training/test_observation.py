@@ -64,6 +64,18 @@ def test_noise_drawn_inside_the_models_own_forward_is_followed(tmp_path):
     assert sum(int(d.masked_indices.sum()) for w in record.train_draws for d in w) > 0
 
 
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+def test_a_fused_head_path_that_never_calls_the_model_is_observed(dtype, tmp_path):
+    """The embedding's hook sees the noisy input even when only the encoder and the output
+    embedding are used (the model exposes ``get_output_embeddings``, as the published one does)."""
+    from parity.compare import assert_verdict
+    from tests.training.variants import FusedHeadTrainer
+
+    case = TrainerCase(examples_per_rank=4, dtype=dtype, eval_batch_size=3)
+    record = run_trainer(FusedHeadTrainer, case, str(tmp_path))
+    assert_verdict(trainer_verdict(case, [record], strict_precision=True))
+
+
 def test_a_trainer_that_raises_is_a_crash_finding(tmp_path):
     verdict = trainer_verdict(CASE, [run_trainer(CrashingTrainer, CASE, str(tmp_path))])
     assert verdict.failure_kinds == ["crash"]

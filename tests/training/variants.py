@@ -136,3 +136,19 @@ class ModelDrawsTrainer(WindowedDiffusionTrainer):
         sum_loss, count = model(input_ids=ids, labels=targets, loss_mask=maskable.long(), eps=self.eps).loss
         loss = sum_loss / count.clamp(min=1)
         return (loss, {"loss": loss}) if return_outputs else loss
+
+
+class FusedHeadTrainer(LogitsDiffusionTrainer):
+    """A fused-head path: runs the encoder itself and applies the output embedding only to the
+    masked positions, never calling the model's own forward (single process: it bypasses DDP)."""
+
+    def forward_and_sum(self, model, noisy, targets, masked, p):
+        hidden = self.model.base_model(input_ids=noisy).last_hidden_state
+        head = self.model.get_output_embeddings()
+        chosen = hidden[masked]
+        total = chosen.sum() * 0  # nothing masked: a zero that keeps its gradient path
+        for start in range(0, chosen.shape[0], 4):
+            logits = head(chosen[start : start + 4])
+            ce = F.cross_entropy(logits, targets[masked][start : start + 4], reduction="none")
+            total = total + (ce / p[masked][start : start + 4].to(ce.dtype)).sum()
+        return None, total
