@@ -23,16 +23,17 @@ single-batch loss for evaluation.
 
 from __future__ import annotations
 
+import tempfile
 import traceback
 from collections.abc import Sequence
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 
 import torch
 from transformers import PrinterCallback, TrainerCallback, TrainingArguments
 
 from oracle.nemotron_diffusion import IGNORE_INDEX, TINY_CONFIG, eos_padding_rule
 from oracle.window_reference import Draw, StepResult, single_batch_loss, sgd_step
-from parity.compare import Comparison, Finding, Verdict, compare_states, compare_tensor, judge
+from parity.compare import Comparison, Finding, Verdict, assert_verdict, compare_states, compare_tensor, judge
 from parity.window_cases import tiny_model
 
 PAD_ID = 0
@@ -634,3 +635,18 @@ def trainer_verdict(case: TrainerCase, records: Sequence[TrainerRecord], *, stri
             findings.append(Finding("crash", "the trainer logged no optimizer step"))
         return judge([], findings, strict_precision=strict_precision)
     return judge(trainer_comparisons(case, records), findings, strict_precision=strict_precision)
+
+
+def check_training_run(trainer_class, case: TrainerCase, device: str = "cpu") -> list[str]:
+    """One whole run held to the oracle, shaped as a property check: raises ``ParityFailure`` (an
+    ``AssertionError`` whose message leads with the kinds); returns a passing verdict's precision notes.
+
+    A trainer that declares no ``eps`` runs at the published one (docs/trainer.md).
+    """
+    if not declares_eps(trainer_class):
+        case = replace(case, eps=PUBLISHED_EPS)
+    case = replace(case, device=device)
+    with tempfile.TemporaryDirectory(prefix="parity-trainer-") as folder:
+        record = run_trainer(trainer_class, case, folder)
+    verdict = assert_verdict(trainer_verdict(case, [record]))
+    return [comparison.describe() for comparison in verdict.notes]
