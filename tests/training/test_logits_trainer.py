@@ -34,3 +34,14 @@ def test_the_fixed_run_matches_the_reference(dtype, tmp_path):
 def test_any_run_matches_the_reference(case, tmp_path_factory):
     record = run_trainer(LogitsDiffusionTrainer, case, str(tmp_path_factory.mktemp("logits")))
     assert_verdict(trainer_verdict(case, [record]))
+
+
+def test_the_property_check_passes_it_and_names_its_twins_bug():
+    """``check_training_run``: the shape a property table uses (raises with kinds, returns notes)."""
+    from impl.known_bugs.logits_local_mean_trainer import LogitsLocalMeanTrainer
+    from parity.compare import ParityFailure
+    from parity.trainer_run import check_training_run
+
+    assert check_training_run(LogitsDiffusionTrainer, TrainerCase(examples_per_rank=3, eps=0.3)) == []
+    with pytest.raises(ParityFailure, match=r"^normalisation"):
+        check_training_run(LogitsLocalMeanTrainer, TrainerCase(examples_per_rank=4))
