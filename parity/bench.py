@@ -1,14 +1,15 @@
 """``python -m parity bench``: how fast the property suite finds each known bug, and what it costs.
 
-Three measurements, run from the root of a clone (the property checks live in ``tests/``):
+Three measurements, from any directory; what is measured is read from the property table
+(parity.property_table):
 
-1. Every known-bug target is hunted with the properties that must catch it, once per seed, by a
-   random (not derandomized) search from the bare strategies: the explicit ``@example``s of the
-   test files are left out, so the figures say what the random search alone achieves. Medians over
+1. Every known-bug target is hunted with the hunted properties that must catch it, once per seed,
+   by a random (not derandomized) search from the bare strategies: the explicit examples are left
+   out, so the figures say what the random search alone achieves. Medians over
    the seeds that found the bug: examples and seconds to the first counterexample, seconds with
    shrinking, and the size of the shrunk counterexample (characters of its ``repr``).
 2. The dataset benchmark of :mod:`parity.bench_dataset` (serving: cached impl versus the oracle).
-3. Examples per second of every Hypothesis property of the default suite on ``impl``, timed the way
+3. Examples per second of every property of the table on ``impl``, timed the way
    the ``dev`` profile runs them: freshly generated examples only, derandomized, no database.
 """
 
@@ -18,38 +19,25 @@ import argparse
 import json
 import statistics
 import sys
-import tempfile
 import time
 from collections.abc import Callable
-from pathlib import Path
 
 from hypothesis import strategies as st
 
 from parity.bench_dataset import bench_dataset
 from parity.hunt import examples_per_second, hunt
+from parity.property_table import PROPERTIES, Property, catching
 from parity.targets import builtin_targets, get_target
 from parity.text_table import text_table
 
 HUNT_EXAMPLES = 100
-#: The ``dev`` profile's ``max_examples`` (conftest.py): what the default suite spends per property.
+#: The ``dev`` profile's ``max_examples`` (parity.pytest_plugin): what the default suite spends per property.
 RATE_EXAMPLES = 25
 #: A cap per property, so the slow model-sized properties cannot take the whole run.
 RATE_SECONDS = 10.0
 SIZE_NOTE = "size = len(repr(shrunk counterexample)), the drawn arguments as one tuple"
-NOT_A_CLONE = "python -m parity bench must run from the root of a clone (it times the property suite in tests/)"
-
-#: The properties each interface's known bugs are hunted with (names of ``suite_properties``).
-HUNTED = {
-    "dataset": ("dataset/matches-oracle", "dataset/resume-agrees"),
-    "loss": ("diffusion/window-parity",),
-    "trainer": ("training/any-run-matches",),
-}
 
 Progress = Callable[[str], None]
-
-
-class NotAClone(RuntimeError):
-    """The property suite in ``tests/`` cannot be imported: not run from the root of a clone."""
 
 
 def run_bench(
@@ -74,27 +62,31 @@ def run_bench(
     """
     progress = progress or (lambda message: None)
     start = time.perf_counter()
-    with tempfile.TemporaryDirectory(prefix="parity-bench-") as folder:
-        suite = suite_properties(folder)
-        hunts = [
-            _hunt_over_seeds(target, name, suite[name], seeds, hunt_examples, progress, shrink)
-            # Built-ins, megatron-core too when installed; entry-point targets only when selected.
-            for target in builtin_targets().values()
-            if target.is_known_bug
-            for interface, names in HUNTED.items()
-            if target.provides(interface)
-            for name in names
-        ]
-        progress("dataset benchmark (parity.bench_dataset)")
-        dataset = bench_dataset()
-        if crash_hunt and "megatron" in dataset:
-            progress("hunt megatron-core's index crash")
-            dataset["megatron"]["crash"] = megatron_crash_hunt()
-        rates = {}
-        for name, (interface, check, arguments) in suite.items():
-            progress(f"examples per second: {name}")
-            subject = get_target("impl").load(interface)
-            rates[name] = examples_per_second(check, subject, arguments, rate_examples, rate_seconds)
+    hunts = [
+        _hunt_over_seeds(target, prop, seeds, hunt_examples, progress, shrink)
+        # Built-ins, megatron-core too when installed; entry-point targets only when selected.
+        for target in builtin_targets().values()
+        if target.is_known_bug
+        for prop in catching(target.name)
+        if prop.hunted and prop.applies_to(target)
+    ]
+    progress("dataset benchmark (parity.bench_dataset)")
+    dataset = bench_dataset()
+    if crash_hunt and "megatron" in dataset:
+        progress("hunt megatron-core's index crash")
+        dataset["megatron"]["crash"] = megatron_crash_hunt()
+    rates = {}
+    impl = get_target("impl")
+    for prop in PROPERTIES:
+        if prop.applies_to(impl):
+            progress(f"examples per second: {prop.name}")
+            rates[prop.name] = examples_per_second(
+                lambda subject, arguments, prop=prop: prop.run(subject, arguments, target=impl),
+                impl.load(prop.interface),
+                st.tuples(prop.strategy()),
+                rate_examples,
+                rate_seconds,
+            )
     return {
         "settings": {
             "seeds": seeds,
@@ -111,8 +103,8 @@ def run_bench(
 
 def megatron_crash_hunt(max_examples: int = 5000, seed: int = 0) -> dict:
     """Random search for a crash of ``megatron-core:fixed`` with the index property; shrunk."""
-    from tests.dataset import properties
-    from tests.dataset.strategies import dataset_cases
+    from parity.properties import dataset as properties
+    from parity.strategies.dataset import dataset_cases
 
     found = hunt(
         properties.check_indices_match_oracle,
@@ -129,88 +121,17 @@ def megatron_crash_hunt(max_examples: int = 5000, seed: int = 0) -> dict:
     }
 
 
-def suite_properties(folder: str) -> dict[str, tuple[str, Callable, st.SearchStrategy]]:
-    """The default suite's Hypothesis properties: name -> (interface, check, argument strategy).
-
-    ``check(subject, *arguments)`` is the property's check function, or the test body itself
-    (``.hypothesis.inner_test``) where the test has no separate check; ``folder`` holds the
-    training runs' output folders.
-    """
-    try:
-        from tests.dataset import properties as dataset
-        from tests.dataset.strategies import EDITS, dataset_cases, resumed_cases, small_dataset_cases
-        from tests.diffusion import properties as diffusion
-        from tests.diffusion import test_noise
-        from tests.diffusion.strategies import window_cases
-        from tests.training import test_trainer
-    except ModuleNotFoundError as error:
-        if (error.name or "").partition(".")[0] == "tests":
-            raise NotAClone(NOT_A_CLONE) from error
-        raise
-    return {
-        "dataset/matches-oracle": ("dataset", dataset.check_matches_oracle, st.tuples(dataset_cases())),
-        "dataset/resume-agrees": ("dataset", dataset.check_resume_agrees, resumed_cases()),
-        "dataset/edits-do-not-leak": (
-            "dataset",
-            dataset.check_edits_do_not_leak,
-            st.tuples(dataset_cases(), st.sampled_from(EDITS)),
-        ),
-        "dataset/dataloader-matches-oracle": (
-            "dataset",
-            dataset.check_dataloader_matches_oracle,
-            st.tuples(small_dataset_cases, st.integers(1, 4)),
-        ),
-        "dataset/indices-match-reference": ("dataset", dataset.check_indices_match_oracle, st.tuples(dataset_cases())),
-        "diffusion/window-parity": ("loss", diffusion.check_window_parity, st.tuples(window_cases())),
-        "diffusion/regrouping": ("loss", diffusion.check_regrouping, st.tuples(window_cases(), st.integers(1, 4))),
-        "diffusion/single-microbatch-control": (
-            "loss",
-            diffusion.check_window_parity,
-            st.tuples(window_cases(window_size=1)),
-        ),
-        "diffusion/empty-window-is-zero": (
-            "loss",
-            diffusion.check_empty_window_is_a_finite_zero,
-            st.tuples(window_cases(empty_first_window=True)),
-        ),
-        "noise/draws-match-oracle": (
-            "loss",
-            test_noise.test_draws_and_padding_match_the_oracle.hypothesis.inner_test,
-            st.tuples(window_cases(), st.sampled_from([test_noise.EOS, None])),
-        ),
-        "noise/masked-fraction-follows-p": (
-            "loss",
-            test_noise.test_masked_fraction_follows_p.hypothesis.inner_test,
-            st.tuples(st.integers(0, 2**32 - 1), st.sampled_from([1e-3, 0.25]) | st.floats(1e-3, 1.0)),
-        ),
-        "training/any-run-matches": (
-            "trainer",
-            test_trainer.test_any_training_run_matches_the_reference.hypothesis.inner_test,
-            st.tuples(test_trainer.trainer_cases, st.just(_Folders(folder))),
-        ),
-    }
-
-
-class _Folders:
-    """Stands in for pytest's ``tmp_path_factory`` when a test body runs outside pytest."""
-
-    def __init__(self, root: str):
-        self.root = root
-
-    def mktemp(self, basename: str) -> Path:
-        return Path(tempfile.mkdtemp(prefix=basename, dir=self.root))
-
-
 def _hunt_over_seeds(
-    target, name: str, prop, seeds: int, max_examples: int, progress: Progress, shrink: bool = True
+    target, prop: Property, seeds: int, max_examples: int, progress: Progress, shrink: bool = True
 ) -> dict:
     """One hunt per seed; the medians are over the seeds that found the bug (a miss has no figures)."""
-    interface, check, arguments = prop
-    subject = target.load(interface)
+    subject = target.load(prop.interface)
+    name = prop.name
     runs = []
     for seed in range(seeds):
         progress(f"hunt {target.name} with {name}, seed {seed}")
-        runs.append(hunt(check, subject, arguments, max_examples=max_examples, seed=seed, shrink=shrink).as_report())
+        found = prop.hunt(subject, max_examples=max_examples, seed=seed, shrink=shrink, explicit=False, target=target)
+        runs.append(found.as_report())
     found = [run for run in runs if run["examples_to_failure"] is not None]
 
     def median(key, measure=lambda value: value):
@@ -329,12 +250,9 @@ def bench_main(parser: argparse.ArgumentParser, args: argparse.Namespace) -> int
     """The ``bench`` command: 0 when every seed found every known bug, 1 otherwise."""
     if args.seeds < 1:
         parser.error("--seeds must be at least 1")
-    try:
-        result = run_bench(
-            args.seeds, lambda message: print(f"[parity] {message} ...", file=sys.stderr, flush=True), crash_hunt=True
-        )
-    except NotAClone as error:
-        parser.exit(2, f"{parser.prog}: {error}\n")
+    result = run_bench(
+        args.seeds, lambda message: print(f"[parity] {message} ...", file=sys.stderr, flush=True), crash_hunt=True
+    )
     print(format_bench(result))
     if args.json:
         with open(args.json, "w") as handle:

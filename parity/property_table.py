@@ -6,8 +6,9 @@ it runs on and the known bugs it must catch. The pytest suite (:mod:`parity.suit
 this bug" checks, ``python -m parity bench`` and the report all read :data:`PROPERTIES`, so adding
 a property is one entry (docs/design.md, Properties).
 
-Paths are ``"module:attribute"`` strings, loaded when a property is used, so reading the table
-imports neither torch nor transformers. A check is called as ``check(interface, **arguments)``, plus
+The check is a ``"module:attribute"`` path and the strategies and examples are built by functions,
+all loaded when a property is used, so reading the table imports neither torch nor transformers.
+A check is called as ``check(interface, **arguments)``, plus
 ``device=`` and ``target=`` when it takes them; it raises ``AssertionError`` on a counterexample and
 may return notes (strings: hazards, precision findings) that accompany a passing verdict.
 """
@@ -17,7 +18,7 @@ from __future__ import annotations
 import importlib
 import inspect
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from hypothesis import strategies as st
@@ -38,12 +39,12 @@ class Property:
     #: ``area/what-it-says``, e.g. ``dataset/matches-oracle``; also the test's name.
     name: str
     interface: Interface
-    #: ``check(interface, **arguments[, device=])``
+    #: ``check(interface, **arguments[, device=][, target=])``
     check: str
-    #: A function returning ``{argument: strategy}``.
-    arguments: str
-    #: A sequence of ``{argument: value}`` dicts run before any random example (``@example``).
-    examples: str | None = None
+    #: Builds ``{argument: strategy}``.
+    arguments: Callable[[], Mapping[str, st.SearchStrategy]]
+    #: Builds the ``{argument: value}`` dicts run before any random example (``@example``).
+    examples: Callable[[], Sequence[Mapping[str, Any]]] | None = None
     devices: tuple[str, ...] = ("cpu",)
     #: Known-bug targets this property must catch.
     catches: tuple[str, ...] = ()
@@ -52,6 +53,8 @@ class Property:
     #: Whether ``bench`` hunts the known bugs with it from the bare strategies.
     hunted: bool = False
     slow: bool = False
+    #: A ``Target`` attribute that must be true for the property to apply (e.g. ``promises_copies``).
+    only_if: str | None = None
 
     @property
     def test_name(self) -> str:
@@ -61,13 +64,13 @@ class Property:
         return load(self.check)
 
     def strategies(self) -> dict[str, st.SearchStrategy]:
-        return dict(load(self.arguments)())
+        return dict(self.arguments())
 
     def strategy(self) -> st.SearchStrategy[dict[str, Any]]:
         return st.fixed_dictionaries(self.strategies())
 
     def explicit_examples(self) -> list[dict[str, Any]]:
-        return [] if self.examples is None else [dict(example) for example in load(self.examples)]
+        return [] if self.examples is None else [dict(example) for example in self.examples()]
 
     def run(
         self, subject: Any, arguments: Mapping[str, Any], device: str = "cpu", target: Target | None = None
@@ -80,7 +83,13 @@ class Property:
         return list(check(subject, **arguments, **extra) or ())
 
     def applies_to(self, target: Target) -> bool:
-        return target.provides(self.interface)
+        return target.provides(self.interface) and (self.only_if is None or bool(getattr(target, self.only_if)))
+
+    def why_not(self, target: Target) -> str:
+        """Why the property does not apply to ``target`` (the skip reason)."""
+        if not target.provides(self.interface):
+            return f"target {target.name!r} has no {self.interface} interface"
+        return f"target {target.name!r} is not {self.only_if}: {self.name} does not apply"
 
     def hunt(
         self,
@@ -116,4 +125,120 @@ def catching(target_name: str, table: Sequence[Property] | None = None) -> list[
     return [prop for prop in (PROPERTIES if table is None else table) if target_name in prop.catches]
 
 
-PROPERTIES: tuple[Property, ...] = ()
+# --- the table --------------------------------------------------------------------------------------
+# Strategies and examples are imported inside the builders, when a property is used.
+
+CACHE_BUGS = ("known-bug:cache-alias", "known-bug:cache-accumulate", "megatron-core")
+
+
+def _dataset():
+    from parity.strategies import dataset
+
+    return dataset
+
+
+def _diffusion():
+    from parity.strategies import diffusion
+
+    return diffusion
+
+
+PROPERTIES: tuple[Property, ...] = (
+    Property(
+        name="dataset/matches-oracle",
+        interface="dataset",
+        check="parity.properties.dataset:check_matches_oracle",
+        arguments=lambda: {"case": _dataset().dataset_cases()},
+        examples=lambda: [{"case": _dataset().UPSTREAM_PR_CASE}, {"case": _dataset().MOCK_DATA_CASE}],
+        catches=CACHE_BUGS,
+        hunted=True,
+    ),
+    Property(
+        name="dataset/resume-agrees",
+        interface="dataset",
+        check="parity.properties.dataset:check_resume_agrees",
+        arguments=lambda: {"resumed": _dataset().resumed_cases()},
+        examples=lambda: [{"resumed": (_dataset().MOCK_DATA_CASE, 1)}],
+        catches=CACHE_BUGS,
+        hunted=True,
+    ),
+    Property(
+        name="dataset/edits-do-not-leak",
+        interface="dataset",
+        check="parity.properties.dataset:check_edits_do_not_leak",
+        arguments=lambda: {"case": _dataset().dataset_cases(), "edit": st.sampled_from(_dataset().EDITS)},
+        examples=lambda: [{"case": _dataset().MOCK_DATA_CASE, "edit": "add_one"}],
+        only_if="promises_copies",
+    ),
+    Property(
+        name="dataset/aliasing-hazards",
+        interface="dataset",
+        check="parity.properties.dataset:check_aliasing_hazards",
+        arguments=lambda: {"case": _dataset().dataset_cases()},
+        examples=lambda: [{"case": _dataset().MOCK_DATA_CASE}],
+    ),
+    Property(
+        name="dataset/dataloader-matches-oracle",
+        interface="dataset",
+        check="parity.properties.dataset:check_dataloader_matches_oracle",
+        arguments=lambda: {"case": _dataset().small_dataset_cases, "batch_size": st.integers(1, 4)},
+        # each of the two workers fills its own cache
+        examples=lambda: [{"case": replace(_dataset().MOCK_DATA_CASE, serve_order=()), "batch_size": 2}],
+        catches=CACHE_BUGS,
+        slow=True,
+    ),
+    Property(
+        name="dataset/indices-match-reference",
+        interface="dataset",
+        check="parity.properties.dataset:check_indices_match_oracle",
+        arguments=lambda: {"case": _dataset().dataset_cases()},
+        examples=lambda: [{"case": _dataset().UPSTREAM_PR_CASE}],
+    ),
+    Property(
+        name="diffusion/window-parity",
+        interface="loss",
+        check="parity.properties.diffusion:check_window_parity",
+        arguments=lambda: {"case": _diffusion().window_cases()},
+        examples=lambda: [{"case": _diffusion().SEED_SCENARIO}],
+        devices=("cpu", "cuda"),
+        catches=("known-bug:local-mean",),
+        hunted=True,
+    ),
+    Property(
+        name="diffusion/regrouping",
+        interface="loss",
+        check="parity.properties.diffusion:check_regrouping",
+        arguments=lambda: {"case": _diffusion().window_cases(), "rows_per_microbatch": st.integers(1, 4)},
+        devices=("cpu", "cuda"),
+    ),
+    Property(
+        # One microbatch per window: local and global means coincide, so every target passes.
+        name="diffusion/single-microbatch-control",
+        interface="loss",
+        check="parity.properties.diffusion:check_window_parity",
+        arguments=lambda: {"case": _diffusion().window_cases(window_size=1)},
+        devices=("cpu", "cuda"),
+    ),
+    Property(
+        name="diffusion/empty-window-is-zero",
+        interface="loss",
+        check="parity.properties.diffusion:check_empty_window_is_a_finite_zero",
+        arguments=lambda: {"case": _diffusion().window_cases(empty_first_window=True)},
+        devices=("cpu", "cuda"),
+    ),
+    Property(
+        name="noise/draws-match-oracle",
+        interface="loss",
+        check="parity.properties.diffusion:check_draws_match_the_oracle",
+        arguments=lambda: {"case": _diffusion().window_cases(), "eos": st.sampled_from([_diffusion().EOS, None])},
+    ),
+    Property(
+        name="noise/masked-fraction-follows-p",
+        interface="loss",
+        check="parity.properties.diffusion:check_masked_fraction_follows_p",
+        arguments=lambda: {
+            "seed": st.integers(0, 2**32 - 1),
+            "eps": st.sampled_from([1e-3, 0.25]) | st.floats(1e-3, 1.0),
+        },
+    ),
+)

@@ -167,3 +167,38 @@ def strict_precision(pytestconfig: pytest.Config) -> bool:
     from parity.compare import strict_precision_requested
 
     return bool(pytestconfig.getoption("--parity-strict-precision")) or strict_precision_requested()
+
+
+# --- a known crash of the target is "crashed (known)", not a failed property (docs/dataset.md, Crashes)
+
+
+def _target_crashes(error: BaseException):
+    from parity.dataset_compare import TargetCrashed
+
+    if isinstance(error, TargetCrashed):
+        yield error
+    for inner in getattr(error, "exceptions", ()):  # several distinct failures: an ExceptionGroup
+        yield from _target_crashes(inner)
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo):
+    outcome = yield
+    report = outcome.get_result()
+    target = getattr(item.config, "parity_target", None)
+    if call.when != "call" or call.excinfo is None or target is None:
+        return
+    from parity.dataset_compare import is_known_crash
+
+    crashes = list(_target_crashes(call.excinfo.value))
+    if crashes and all(is_known_crash(crash, target.known_crashes) for crash in crashes):
+        report.outcome = "skipped"
+        # Hypothesis attaches the shrunk example to the exception it re-raises, as a note.
+        notes = [
+            note
+            for note in getattr(call.excinfo.value, "__notes__", ())
+            if note.startswith(("Falsifying", "Failing test case"))
+        ]
+        report.wasxfail = "crashed (known): " + "; ".join(str(crash) for crash in crashes) + "".join(
+            " | " + " ".join(note.split()) for note in notes
+        )

@@ -1,8 +1,8 @@
 """The dataset properties as plain check functions of ``(factory, case, ...)``.
 
-Written once and applied twice: ``test_properties.py`` runs them under ``@given`` against the
-selected target, and ``tests/quality`` runs them against the known-bug targets to prove they find
-the bugs. Each raises AssertionError (naming the sample, key and first differing position) on a
+Written once; the property table (parity/property_table.py) gives them their strategies, the
+upstream triggers as explicit examples and the known bugs they must catch, and the suite, the
+known-bug checks, bench and the report all run them from there. Each raises AssertionError (naming the sample, key and first differing position) on a
 counterexample. Target code is called through :func:`parity.dataset_compare.call_target`, so an
 exception the target raises is a :class:`~parity.dataset_compare.TargetCrashed` ("the target
 raised ..."), never mistaken for a counterexample, and a config the target declines skips the example.
@@ -18,7 +18,7 @@ from torch.utils.data import DataLoader, default_collate
 from oracle.gpt_dataset import OracleGPTDataset
 from parity.dataset_compare import aliasing_hazards, assert_samples_equal, call_target, last_sample_position
 from parity.targets import ConfigDeclined
-from tests.dataset.strategies import DatasetCase
+from parity.strategies.dataset import DatasetCase
 
 #: The index arrays every dataset target has, and the one only some have (held to the oracle too).
 INDEX_ARRAYS = ("document_index", "shuffle_index")
@@ -63,11 +63,13 @@ def check_matches_oracle(factory, case: DatasetCase) -> None:
         assert_samples_equal(serve(dataset, idx), oracle[idx], served(idx, call))
 
 
-def check_resume_agrees(factory, case: DatasetCase, resume_at: int) -> None:
+def check_resume_agrees(factory, resumed: tuple[DatasetCase, int]) -> None:
     """Property 2: a run resumed at ``resume_at`` serves what a run from 0 served, index by index.
 
+    ``resumed`` is ``(case, resume_at)``, drawn together because the start depends on the case.
     Each sample is copied when served, so what is compared is what the consumer saw at the time.
     """
+    case, resume_at = resumed
     fresh = make(factory, case)
     resumed = make(factory, case)
     n = len(fresh)
@@ -127,10 +129,21 @@ def check_dataloader_matches_oracle(factory, case: DatasetCase, batch_size: int)
 
 
 def find_aliasing_hazards(factory, case: DatasetCase) -> list[str]:
-    """The hazard check (docs/dataset.md, Hazards): what aliases what among the served samples.
-    Required to be empty for a target that promises copies, reported for the others."""
+    """What aliases what among the served samples (docs/dataset.md, Hazards)."""
     dataset = make(factory, case)
     return aliasing_hazards([(idx, serve(dataset, idx)) for idx in serve_plan(dataset, case)])
+
+
+def check_aliasing_hazards(factory, case: DatasetCase, target=None) -> list[str]:
+    """The hazard check: no returned tensor shares storage with another key or an earlier sample.
+    Required of a target that promises copies; for the others each kind of hazard is returned as a
+    note (a warning beside a passing verdict), once per kind rather than once per sample."""
+    hazards = find_aliasing_hazards(factory, case)
+    if target is None or target.promises_copies:
+        name = "the target" if target is None else target.name
+        assert not hazards, f"{name} promises copies, but: " + "; ".join(hazards)
+        return []
+    return list(dict.fromkeys(hazard.split(" (dataset[")[0] for hazard in hazards))
 
 
 def check_indices_match_oracle(factory, case: DatasetCase) -> None:

@@ -1,7 +1,8 @@
 """The masked-diffusion properties, each written once against the loss-target interface.
 
-``test_properties.py`` runs them under ``@given``; the quality self-checks run the same functions
-on the known-bug target and assert that Hypothesis finds a counterexample.
+Plain check functions of ``(loss_target, **arguments)``; the property table
+(parity/property_table.py) gives them their strategies, examples and the known bugs they catch, and
+everything that runs properties reads it.
 """
 
 from __future__ import annotations
@@ -12,14 +13,11 @@ import torch
 from hypothesis import target as hypothesis_target
 from hypothesis.control import currently_in_test_context
 
+from oracle.nemotron_diffusion import eos_padding_rule, forward_process
 from parity.compare import assert_within_budget
-from oracle.nemotron_diffusion import TINY_CONFIG
+from parity.strategies.diffusion import EOS
 from parity.window_cases import MASK_TOKEN_ID, SEED_SCENARIO, VOCAB, WindowCase, parity_run
 from parity.window_run import ParityRun
-
-__all__ = ["SEED_SCENARIO", "check_window_parity", "check_regrouping", "check_empty_window_is_a_finite_zero", "noise"]
-
-EOS = TINY_CONFIG["eos_token_id"]
 
 
 def noise(diffusion_loss, window, **overrides):
@@ -61,3 +59,37 @@ def check_empty_window_is_a_finite_zero(loss_target, case: WindowCase, device: s
             if grad is not None:
                 assert torch.count_nonzero(grad) == 0, f"window {step}: {name} has a non-zero gradient"
     hold_to_budget(run)
+
+
+def check_draws_match_the_oracle(diffusion_loss, case: WindowCase, eos: int | None) -> None:
+    """Same seed, same draw order: the oracle's EOS rule and ``forward_process`` give this batch, bit for bit."""
+    target_generator = torch.Generator().manual_seed(case.noise_seed)
+    oracle_generator = torch.Generator().manual_seed(case.noise_seed)
+    for window in case.windows:
+        noised = noise(diffusion_loss, window, eps=case.eps, generator=target_generator, eos_token_id=eos)
+        for batch, out in zip(window, noised, strict=True):
+            ids, targets, maskable, run_mask = eos_padding_rule(
+                batch["input_ids"], batch.get("attention_mask"), batch.get("labels"), eos
+            )
+            _, masked, p_mask = forward_process(ids, MASK_TOKEN_ID, case.eps, maskable, oracle_generator)
+            assert torch.equal(out["input_ids"], ids), "model inputs differ from the EOS rule's"
+            assert torch.equal(out["labels"], targets), "targets differ from the EOS rule's"
+            assert (out["attention_mask"] is None) == (run_mask is None), "padding attended differently"
+            if run_mask is not None:
+                assert torch.equal(out["attention_mask"], run_mask)
+            assert not (out["masked_indices"] & ~maskable).any(), "a position outside the maskable set was masked"
+            assert torch.equal(out["masked_indices"], masked), "masks differ from the oracle's draws"
+            assert torch.equal(out["p_mask"], p_mask), "p differs from the oracle's draws"
+
+
+def check_masked_fraction_follows_p(diffusion_loss, seed: int, eps: float) -> None:
+    """Per row, ``p`` is constant in ``[eps, 1]`` and the masked count is Binomial(length, p) (6 sigma)."""
+    length = 4096
+    window = [{"input_ids": torch.randint(0, MASK_TOKEN_ID, (4, length), generator=torch.Generator().manual_seed(seed))}]
+    (out,) = noise(diffusion_loss, window, eps=eps, generator=torch.Generator().manual_seed(seed))
+    p = out["p_mask"][:, 0]
+    assert torch.equal(out["p_mask"], p[:, None].expand_as(out["p_mask"])), "p must be one value per row"
+    assert ((p >= torch.tensor(eps, dtype=p.dtype)) & (p <= 1)).all(), "p = (1 - eps) t + eps lies in [eps, 1]"
+    counts = out["masked_indices"].sum(dim=1).double()
+    sigma = (length * p.double() * (1 - p.double())).sqrt()
+    assert ((counts - length * p.double()).abs() <= 6 * sigma + 1).all()

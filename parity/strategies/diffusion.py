@@ -9,9 +9,14 @@ from __future__ import annotations
 import torch
 from hypothesis import strategies as st
 
-from parity.window_cases import MASK_TOKEN_ID, ROW_KINDS, VOCAB, WindowCase
+from oracle.nemotron_diffusion import TINY_CONFIG
+from parity.window_cases import MASK_TOKEN_ID, ROW_KINDS, SEED_SCENARIO, VOCAB, WindowCase
 
-__all__ = ["MASK_TOKEN_ID", "VOCAB", "WindowCase", "window_cases"]
+__all__ = ["EOS", "MASK_TOKEN_ID", "SEED_SCENARIO", "VOCAB", "WindowCase", "window_cases"]
+
+#: The tiny model's EOS id, which the EOS-padding rule writes into padding.
+EOS = TINY_CONFIG["eos_token_id"]
+
 
 @st.composite
 def window_cases(

@@ -15,7 +15,7 @@ from hypothesis import example, given, settings
 
 from parity.devices import make_deterministic
 from parity.property_table import Property
-from parity.pytest_plugin import device_params, target_interface
+from parity.pytest_plugin import device_params
 
 
 class ParityNote(UserWarning):
@@ -27,7 +27,9 @@ def property_test(prop: Property):
     strategies = prop.strategies()
 
     def test(target, device, **arguments):
-        subject = target_interface(target, prop.interface)
+        if not prop.applies_to(target):
+            pytest.skip(prop.why_not(target))
+        subject = target.load(prop.interface)
         make_deterministic(device)
         for note in prop.run(subject, arguments, device, target):
             warnings.warn(ParityNote(f"{target.name}: {prop.name}: {note}"), stacklevel=1)

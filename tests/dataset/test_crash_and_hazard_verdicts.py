@@ -12,8 +12,8 @@ import torch
 from parity.dataset_compare import TargetCrashed, aliasing_hazards, is_known_crash
 from parity.report import Options, dataset_scenario
 from parity.targets import Target
-from tests.dataset import properties
-from tests.dataset.strategies import UPSTREAM_PR_CASE
+from parity.properties import dataset as properties
+from parity.strategies.dataset import UPSTREAM_PR_CASE
 
 HERE = "tests.dataset.test_crash_and_hazard_verdicts"
 

@@ -18,8 +18,8 @@ from parity.dataset_compare import TargetCrashed, is_known_crash
 from parity.dataset_config import GPTDatasetConfig
 from parity.hunt import hunt
 from parity.targets import ConfigDeclined, OPTIONAL_TARGETS, get_target
-from tests.dataset import properties
-from tests.dataset.strategies import (
+from parity.properties import dataset as properties
+from parity.strategies.dataset import (
     EXPLICIT_CASES,
     MEGATRON_CRASH_CASE,
     MOCK_DATA_CASE,
@@ -52,7 +52,7 @@ def fixed():
     ("name", "check", "arguments"),
     [
         ("matches-oracle", properties.check_matches_oracle, st.tuples(dataset_cases())),
-        ("resume-agrees", properties.check_resume_agrees, resumed_cases()),
+        ("resume-agrees", properties.check_resume_agrees, st.tuples(resumed_cases())),
     ],
 )
 def test_unpatched_megatron_fails_the_required_properties_with_a_shrunk_trigger(unpatched, name, check, arguments):
@@ -82,7 +82,7 @@ def _unless_known_crash(check, *arguments):
 @given(case=dataset_cases(), resume_at=st.integers(0, 10**6))
 def test_fixed_megatron_passes_the_required_properties(fixed, case, resume_at):
     _unless_known_crash(properties.check_matches_oracle, fixed, case)
-    _unless_known_crash(properties.check_resume_agrees, fixed, case, resume_at % case.length)
+    _unless_known_crash(properties.check_resume_agrees, fixed, (case, resume_at % case.length))
     _unless_known_crash(properties.check_indices_match_oracle, fixed, case)
 
 
@@ -95,7 +95,7 @@ def test_fixed_megatron_passes_with_dataloader_workers(fixed, case, batch_size):
 def test_fixed_megatron_passes_the_upstream_cases_and_names_its_hazards(fixed):
     for case in (UPSTREAM_PR_CASE, MOCK_DATA_CASE):
         properties.check_matches_oracle(fixed, case)
-        properties.check_resume_agrees(fixed, case, resume_at=case.length - 1)
+        properties.check_resume_agrees(fixed, (case, case.length - 1))
     hazards = " | ".join(properties.find_aliasing_hazards(fixed, MOCK_DATA_CASE))
     assert "labels and tokens share storage" in hazards
     assert "attention_mask is handed out by reference" in hazards

@@ -18,8 +18,8 @@ REPOSITORY = Path(__file__).resolve().parents[2]
 SCRIPT = """
 import json, sys, pytest
 status = pytest.main(["-q", "-p", "no:cacheprovider", "-n", "0", "--target", "impl",
-                      "tests/dataset/test_properties.py", "tests/dataset/test_validation.py",
-                      "-k", "matches_the_oracle or reference_builder or past_the_end"])
+                      "parity/suite/test_properties.py", "tests/dataset/test_validation.py",
+                      "-k", "matches_oracle or indices_match_reference or past_the_end"])
 print(json.dumps({"status": int(status), "megatron": sorted(m for m in sys.modules if m.split(".")[0] == "megatron")}))
 """
 

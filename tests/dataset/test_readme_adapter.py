@@ -17,8 +17,8 @@ from hypothesis import given, settings
 from impl.gpt_dataset import GPTDataset
 from parity.dataset_config import GPTDatasetConfig
 from parity.targets import Target
-from tests.dataset import properties
-from tests.dataset.strategies import dataset_cases
+from parity.properties import dataset as properties
+from parity.strategies.dataset import dataset_cases
 
 README = Path(__file__).resolve().parents[2] / "README.md"
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 from hypothesis import HealthCheck, Phase, given, settings
 
 from oracle.gpt_indices import num_epochs, separate_final_epoch
-from tests.dataset.strategies import dataset_cases, tokens_per_epoch
+from parity.strategies.dataset import dataset_cases, tokens_per_epoch
 
 EXAMPLES = 200
 

@@ -5,8 +5,8 @@ from __future__ import annotations
 import pytest
 import torch
 
-from tests.diffusion.properties import noise
-from tests.diffusion.strategies import VOCAB
+from parity.properties.diffusion import noise
+from parity.strategies.diffusion import VOCAB
 
 IDS = torch.zeros(2, 5, dtype=torch.long)
 

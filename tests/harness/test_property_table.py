@@ -47,8 +47,8 @@ THROWAWAY = Property(
     name="harness/throwaway-doubling-is-even",
     interface="dataset",
     check=f"{HERE}:check_doubling_is_even",
-    arguments=f"{HERE}:even_arguments",
-    examples=f"{HERE}:EVEN_EXAMPLES",
+    arguments=even_arguments,
+    examples=lambda: EVEN_EXAMPLES,
     catches=("throwaway:bug",),
     hunted=True,
 )
