@@ -48,7 +48,8 @@ class Property:
     devices: tuple[str, ...] = ("cpu",)
     #: Known-bug targets this property must catch.
     catches: tuple[str, ...] = ()
-    #: Fraction of the profile's ``max_examples`` (a whole training run per example costs more).
+    #: Fraction of the profile's ``max_examples``; below 1 marks a whole-run property, which also
+    #: reports unshrunk outside the nightly profile (parity.suite.budget).
     examples_fraction: float = 1.0
     #: Whether ``bench`` hunts the known bugs with it from the bare strategies.
     hunted: bool = False
@@ -141,6 +142,12 @@ def _diffusion():
     from parity.strategies import diffusion
 
     return diffusion
+
+
+def _training():
+    from parity.strategies import training
+
+    return training
 
 
 PROPERTIES: tuple[Property, ...] = (
@@ -240,5 +247,17 @@ PROPERTIES: tuple[Property, ...] = (
             "seed": st.integers(0, 2**32 - 1),
             "eps": st.sampled_from([1e-3, 0.25]) | st.floats(1e-3, 1.0),
         },
+    ),
+    Property(
+        # Trainer.train(), evaluate() and prediction_step end to end, observed from outside.
+        name="training/any-run-matches",
+        interface="trainer",
+        check="parity.trainer_run:check_training_run",
+        arguments=lambda: {"case": _training().trainer_cases()},
+        examples=lambda: [{"case": _training().UPSTREAM_RUN}, {"case": _training().RANK_LOCAL_RUN}],
+        devices=("cpu", "cuda"),
+        catches=("known-bug:local-mean", "known-bug:logits-local-mean"),
+        hunted=True,
+        examples_fraction=0.3,
     ),
 )

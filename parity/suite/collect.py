@@ -11,11 +11,12 @@ import inspect
 import warnings
 
 import pytest
-from hypothesis import example, given, settings
+from hypothesis import example, given
 
 from parity.devices import make_deterministic
 from parity.property_table import Property
 from parity.pytest_plugin import device_params
+from parity.suite.budget import fraction_of_profile
 
 
 class ParityNote(UserWarning):
@@ -44,7 +45,7 @@ def property_test(prop: Property):
     for explicit in reversed(prop.explicit_examples()):
         wrapped = example(**explicit)(wrapped)
     if prop.examples_fraction < 1:
-        wrapped = settings(max_examples=max(3, int(settings.default.max_examples * prop.examples_fraction)))(wrapped)
+        wrapped = fraction_of_profile(prop.examples_fraction)(wrapped)
     wrapped = pytest.mark.parametrize("device", device_params(prop.devices))(wrapped)
     if prop.slow:
         wrapped = pytest.mark.slow(wrapped)

@@ -18,8 +18,8 @@ from parity.compare import ParityFailure
 from parity.distributed import launch
 from parity.targets import get_target
 from parity.trainer_run import TrainerCase, run_trainer, trainer_verdict
-from tests.budget import fraction_of_profile
-from tests.training.strategies import for_trainer
+from parity.suite.budget import fraction_of_profile
+from parity.strategies.training import for_trainer
 
 BUGS = ["known-bug:local-mean", "known-bug:logits-local-mean"]
 #: What a failing whole-run property may take to report, well inside the per-test timeout.

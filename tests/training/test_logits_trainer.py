@@ -12,8 +12,8 @@ from hypothesis import given
 from impl.logits_trainer import LogitsDiffusionTrainer
 from parity.compare import assert_verdict
 from parity.trainer_run import TrainerCase, model_contract, run_trainer, trainer_verdict
-from tests.budget import fraction_of_profile
-from tests.training.strategies import trainer_cases
+from parity.suite.budget import fraction_of_profile
+from parity.strategies.training import trainer_cases
 
 
 def test_it_declares_the_logits_contract_and_keeps_no_records():

@@ -30,6 +30,12 @@ def trainer_cases(draw, dtypes=("float32", "float64")) -> TrainerCase:
     )
 
 
+#: The pull request's run: 5 examples, micro-batch 1, accumulation 2 (windows 2, 2, 1), plain SGD.
+UPSTREAM_RUN = TrainerCase(eval_batch_size=2)
+#: Three-microbatch windows at eps 0.5, rank-local normalisation, evaluation one row at a time.
+RANK_LOCAL_RUN = TrainerCase(accumulation=3, eps=0.5, average_tokens_across_devices=False, eval_batch_size=1)
+
+
 def for_trainer(case: TrainerCase, trainer_class) -> TrainerCase:
     """A trainer that declares no ``eps`` runs at the published one (docs/trainer.md)."""
     return case if declares_eps(trainer_class) else replace(case, eps=PUBLISHED_EPS)
