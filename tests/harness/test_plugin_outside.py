@@ -68,7 +68,7 @@ def run_suite(site: Path, workdir: Path, target: str) -> subprocess.CompletedPro
     environment = {**os.environ, "PYTHONPATH": str(site), "HYPOTHESIS_PROFILE": "ci"}
     return subprocess.run(
         [sys.executable, "-m", "pytest", "--pyargs", "parity.suite", "--target", target, "-p", "no:cacheprovider",
-         "-k", "matches_oracle"],
+         "-k", "test_dataset__matches_oracle"],
         cwd=workdir, env=environment, capture_output=True, text=True, timeout=600,
     )
 
