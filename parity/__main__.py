@@ -19,10 +19,9 @@ from parity.threads import wait_passively
 
 wait_passively()  # before parity.devices imports torch
 
-from parity.devices import DEVICES, resolve_device  # noqa: E402
+from parity.devices import DEVICES, DTYPES, resolve_device  # noqa: E402
 from parity.targets import TargetLoadError, UnknownTargetError, default_targets, get_target, listed_targets
 
-DTYPES = ("float32", "float64")
 
 
 def _progress(message: str) -> None:

@@ -23,11 +23,12 @@ from dataclasses import replace
 
 import torch.distributed as dist
 
+from parity.devices import DEVICES
 from parity.distributed import init_process_group
 from parity.targets import get_target
 from parity.trainer_run import TrainerCase, TrainerRecord, declares_eps, run_trainer, trainer_verdict
 
-_BASE = TrainerCase(examples_per_rank=4, accumulation=2, max_length=10, data_seed=3, noise_seed=7)
+_BASE = TrainerCase(examples_per_rank=4, window_size=2, max_length=10, data_seed=3, noise_seed=7)
 DDP_CASES: dict[str, TrainerCase] = {
     "unequal-counts": _BASE,
     "one-rank-empty": replace(_BASE, empty_ranks=(1,)),
@@ -44,7 +45,7 @@ def drawn_cases(count: int, seed: int, world_size: int = 2, eps: bool = True) ->
         rows = rng.randint(1, 4)
         cases[f"drawn-{seed}-{i}"] = TrainerCase(
             examples_per_rank=rows,
-            accumulation=rng.randint(1, 3),
+            window_size=rng.randint(1, 3),
             max_length=rng.randint(2, 10),
             data_seed=rng.randrange(2**16),
             noise_seed=rng.randrange(2**16),
@@ -86,7 +87,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--case", action="append", choices=sorted(DDP_CASES), help="repeatable; default: all four")
     parser.add_argument("--draw", type=int, default=0, metavar="N", help="also run N cases drawn from --draw-seed")
     parser.add_argument("--draw-seed", type=int, default=0, metavar="S", help="seed of the drawn cases (default: 0)")
-    parser.add_argument("--device", default="cpu", choices=["cpu", "cuda"], help="Gloo on cpu, NCCL on cuda")
+    parser.add_argument("--device", default="cpu", choices=DEVICES, help="Gloo on cpu, NCCL on cuda")
     parser.add_argument("--json", help="rank 0 writes the verdicts here")
     parser.add_argument("--strict", action="store_true", help="rank 0 exits 1 when a case breaks parity")
     args = parser.parse_args(argv)

@@ -16,12 +16,13 @@ import time
 import torch
 import torch.distributed as dist
 
+from parity.devices import DEVICES
 from parity.distributed import init_process_group
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m parity.ddp_selfcheck", description=__doc__.splitlines()[0])
-    parser.add_argument("--device", default="cpu", choices=["cpu", "cuda"], help="Gloo on cpu, NCCL on cuda")
+    parser.add_argument("--device", default="cpu", choices=DEVICES, help="Gloo on cpu, NCCL on cuda")
     parser.add_argument("--fail-rank", type=int, help="this rank raises after joining the group")
     parser.add_argument("--hang-rank", type=int, help="this rank sleeps instead of taking part")
     args = parser.parse_args(argv)

@@ -1,15 +1,35 @@
-"""The device matrix: the CPU always, CUDA when present, with the determinism settings of docs/budget.md."""
+"""The one place for devices, working dtypes and process-group backends.
+
+The CPU always, CUDA when present, with the determinism settings of docs/budget.md. torch is
+imported inside the functions, so the names can be read (by the property table, the CLI) cheaply.
+"""
 
 from __future__ import annotations
 
 import os
 
-import torch
-
 DEVICES = ("cpu", "cuda")
+#: The working dtypes a run may be asked for, by name (the golden is always float64 on the CPU).
+DTYPES = ("float32", "float64")
+
+
+def torch_dtype(name: str):
+    """``"float32"`` -> ``torch.float32``; a ValueError naming the allowed values otherwise."""
+    import torch
+
+    if name not in DTYPES:
+        raise ValueError(f"dtype must be one of {', '.join(DTYPES)}; got {name!r}")
+    return getattr(torch, name)
+
+
+def backend(device: str) -> str:
+    """The ``torch.distributed`` backend for a device: Gloo on the CPU, NCCL on GPUs."""
+    return "nccl" if device == "cuda" else "gloo"
 
 
 def cuda_available() -> bool:
+    import torch
+
     return torch.cuda.is_available()
 
 
@@ -17,6 +37,8 @@ def make_deterministic(device: str) -> None:
     """TF32 off and deterministic kernels, so CUDA is held to the same budget as the CPU."""
     if device != "cuda":
         return
+    import torch
+
     os.environ.setdefault("CUBLAS_WORKSPACE_CONFIG", ":4096:8")
     torch.backends.cuda.matmul.allow_tf32 = False
     torch.backends.cudnn.allow_tf32 = False

@@ -19,6 +19,8 @@ from pathlib import Path
 import torch
 import torch.distributed as dist
 
+from parity.devices import backend as device_backend
+
 STORE_ENV = "PARITY_FILESTORE"
 INIT_TIMEOUT = timedelta(seconds=60)
 
@@ -32,7 +34,7 @@ def init_process_group(device: str = "cpu") -> None:
 
     Gloo for CPU tensors, NCCL (one GPU per local rank) for CUDA tensors.
     """
-    backend = "nccl" if device == "cuda" else "gloo"
+    backend = device_backend(device)
     os.environ.setdefault("GLOO_SOCKET_IFNAME", "lo")
     rank, world_size = int(os.environ["RANK"]), int(os.environ["WORLD_SIZE"])
     if backend == "nccl":

@@ -23,6 +23,7 @@ from typing import Any
 
 from hypothesis import strategies as st
 
+from parity.devices import DEVICES
 from parity.hunt import Hunt, hunt
 from parity.targets import Interface, Target
 
@@ -207,7 +208,7 @@ PROPERTIES: tuple[Property, ...] = (
         check="parity.properties.diffusion:check_window_parity",
         arguments=lambda: {"case": _diffusion().window_cases()},
         examples=lambda: [{"case": _diffusion().SEED_SCENARIO}],
-        devices=("cpu", "cuda"),
+        devices=DEVICES,
         catches=("known-bug:local-mean",),
         hunted=True,
     ),
@@ -216,7 +217,7 @@ PROPERTIES: tuple[Property, ...] = (
         interface="loss",
         check="parity.properties.diffusion:check_regrouping",
         arguments=lambda: {"case": _diffusion().window_cases(), "rows_per_microbatch": st.integers(1, 4)},
-        devices=("cpu", "cuda"),
+        devices=DEVICES,
     ),
     Property(
         # One microbatch per window: local and global means coincide, so every target passes.
@@ -224,14 +225,14 @@ PROPERTIES: tuple[Property, ...] = (
         interface="loss",
         check="parity.properties.diffusion:check_window_parity",
         arguments=lambda: {"case": _diffusion().window_cases(window_size=1)},
-        devices=("cpu", "cuda"),
+        devices=DEVICES,
     ),
     Property(
         name="diffusion/empty-window-is-zero",
         interface="loss",
         check="parity.properties.diffusion:check_empty_window_is_a_finite_zero",
         arguments=lambda: {"case": _diffusion().window_cases(empty_first_window=True)},
-        devices=("cpu", "cuda"),
+        devices=DEVICES,
     ),
     Property(
         name="noise/draws-match-oracle",
@@ -255,7 +256,7 @@ PROPERTIES: tuple[Property, ...] = (
         check="parity.trainer_run:check_training_run",
         arguments=lambda: {"case": _training().trainer_cases()},
         examples=lambda: [{"case": _training().UPSTREAM_RUN}, {"case": _training().RANK_LOCAL_RUN}],
-        devices=("cpu", "cuda"),
+        devices=DEVICES,
         catches=("known-bug:local-mean", "known-bug:logits-local-mean"),
         hunted=True,
         examples_fraction=0.3,

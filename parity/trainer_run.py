@@ -34,10 +34,10 @@ from transformers import PrinterCallback, TrainerCallback, TrainingArguments
 from oracle.nemotron_diffusion import IGNORE_INDEX, TINY_CONFIG, eos_padding_rule
 from oracle.window_reference import Draw, StepResult, single_batch_loss, sgd_step
 from parity.compare import Comparison, Finding, Verdict, assert_verdict, compare_states, compare_tensor, judge
+from parity.devices import DEVICES, backend, torch_dtype
 from parity.window_cases import tiny_model
 
 PAD_ID = 0
-DTYPES = {"float32": torch.float32, "float64": torch.float64}
 PUBLISHED_EPS = 1e-3
 MODEL_CONTRACTS = ("loss-pair", "logits")
 
@@ -47,7 +47,7 @@ class TrainerCase:
     """Everything a training run depends on; plain values, so a DDP worker can receive it as JSON."""
 
     examples_per_rank: int = 5
-    accumulation: int = 2
+    window_size: int = 2
     max_length: int = 10
     data_seed: int = 0
     #: The Trainer's ``args.seed``: it seeds torch's global generator, which the noise is drawn from.
@@ -66,12 +66,11 @@ class TrainerCase:
     eps: float = PUBLISHED_EPS
 
     def __post_init__(self):
-        if self.device not in ("cpu", "cuda"):
+        if self.device not in DEVICES:
             raise ValueError(f"device must be one of cpu, cuda; got {self.device!r}")
-        if self.dtype not in DTYPES:
-            raise ValueError(f"dtype must be one of {', '.join(DTYPES)}; got {self.dtype!r}")
-        if self.examples_per_rank < 1 or self.accumulation < 1 or self.max_length < 2:
-            raise ValueError("examples_per_rank and accumulation must be >= 1, max_length >= 2")
+        torch_dtype(self.dtype)  # a ValueError naming the allowed values
+        if self.examples_per_rank < 1 or self.window_size < 1 or self.max_length < 2:
+            raise ValueError("examples_per_rank and window_size must be >= 1, max_length >= 2")
         if not 0.0 < self.eps <= 1.0:
             raise ValueError(f"eps must lie in (0, 1], got {self.eps!r}")
 
@@ -390,7 +389,7 @@ def training_arguments(case: TrainerCase, output_dir: str, distributed: bool = F
         output_dir=output_dir,
         per_device_train_batch_size=1,
         per_device_eval_batch_size=case.eval_batch_size or case.examples_per_rank,
-        gradient_accumulation_steps=case.accumulation,
+        gradient_accumulation_steps=case.window_size,
         num_train_epochs=1,
         learning_rate=case.lr,
         optim="sgd",
@@ -408,7 +407,7 @@ def training_arguments(case: TrainerCase, output_dir: str, distributed: bool = F
         remove_unused_columns=False,
         dataloader_num_workers=0,
         average_tokens_across_devices=case.average_tokens_across_devices,
-        ddp_backend=("nccl" if case.device == "cuda" else "gloo") if distributed else None,
+        ddp_backend=backend(case.device) if distributed else None,
     )
 
 
@@ -431,7 +430,7 @@ def run_trainer(trainer_class, case: TrainerCase, output_dir: str, world_size: i
     A trainer that raises gives a record with a ``crash`` finding (and whatever it did before).
     """
     contract = model_contract(trainer_class)
-    model = tiny_model(case.model_seed, DTYPES[case.dtype])
+    model = tiny_model(case.model_seed, torch_dtype(case.dtype))
     observer = RunObserver(model)
     rows = training_examples(case, world_size)
     collate = observer.collator(pad_collate)
@@ -536,7 +535,7 @@ def oracle_run(
     ``start_params[k]``, when given, are the parameters step k starts from (the target's own, as
     observed): the oracle's step evaluated on the target's trajectory (docs/budget.md).
     """
-    model = tiny_model(case.model_seed, DTYPES[case.dtype]).to(device, dtype)
+    model = tiny_model(case.model_seed, torch_dtype(case.dtype)).to(device, dtype)
     eos = model.config.eos_token_id
     steps = []
     for k in range(len(records[0].train_draws)):
@@ -571,7 +570,7 @@ def trainer_comparisons(case: TrainerCase, records: Sequence[TrainerRecord]) -> 
     logged losses pass through the Trainer's float32 accumulator, so they are held to the float32
     budget whatever the working dtype.
     """
-    dtype = DTYPES[case.dtype]
+    dtype = torch_dtype(case.dtype)
     golden = golden_run(case, records)
     refs = [oracle_run(case, records, dtype, case.device, reverse) for reverse in (False, True)]
     if records[0].steps:

@@ -22,21 +22,21 @@ EOS = TINY_CONFIG["eos_token_id"]
 def window_cases(
     draw,
     *,
-    max_window: int = 6,
+    max_window_size: int = 6,
     max_microbatches: int = 8,
     window_size: int | None = None,
     dtypes=(torch.float32, torch.float64),
     empty_first_window: bool | None = None,
 ) -> WindowCase:
-    """A few windows of up to ``max_window`` microbatches; the last may be a partial window.
+    """A few windows of up to ``max_window_size`` microbatches; the last may be a partial window.
 
     The first window is sometimes (always, with ``empty_first_window=True``) left with nothing to
     mask: every row all prompt, so no realized mask whatever the draws.
     """
-    accumulation = window_size or draw(st.integers(1, max_window))
-    full_windows = draw(st.integers(1, max(1, max_microbatches // accumulation)))
-    partial = 0 if window_size else draw(st.integers(0, accumulation - 1))
-    sizes = (accumulation,) * full_windows + ((partial,) if partial else ())
+    size = window_size or draw(st.integers(1, max_window_size))
+    full_windows = draw(st.integers(1, max(1, max_microbatches // size)))
+    partial = 0 if window_size else draw(st.integers(0, size - 1))
+    sizes = (size,) * full_windows + ((partial,) if partial else ())
     rows = draw(st.integers(1, 3))
     empty_window = draw(st.booleans()) if empty_first_window is None else empty_first_window
     kinds = []

@@ -46,7 +46,7 @@ def test_a_failing_trainer_property_reports_within_the_ci_budget(tmp_path_factor
     visible = st.builds(
         TrainerCase,
         examples_per_rank=st.integers(4, 6),
-        accumulation=st.integers(2, 3),
+        window_size=st.integers(2, 3),
         data_seed=st.integers(0, 2**16),
         noise_seed=st.integers(0, 2**16),
         eps=st.sampled_from([1e-3, 0.05]),

@@ -10,6 +10,7 @@ import pytest
 from hypothesis import given
 
 from impl.logits_trainer import LogitsDiffusionTrainer
+from parity.devices import DTYPES
 from parity.compare import assert_verdict
 from parity.trainer_run import TrainerCase, model_contract, run_trainer, trainer_verdict
 from parity.suite.budget import fraction_of_profile
@@ -21,7 +22,7 @@ def test_it_declares_the_logits_contract_and_keeps_no_records():
     assert not any(hasattr(LogitsDiffusionTrainer, name) for name in ("train_draws", "eval_draws"))
 
 
-@pytest.mark.parametrize("dtype", ["float32", "float64"])
+@pytest.mark.parametrize("dtype", DTYPES)
 def test_the_fixed_run_matches_the_reference(dtype, tmp_path):
     case = TrainerCase(dtype=dtype, eval_batch_size=2)
     record = run_trainer(LogitsDiffusionTrainer, case, str(tmp_path))

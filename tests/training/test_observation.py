@@ -11,6 +11,7 @@ import pytest
 import torch
 
 from oracle.nemotron_diffusion import forward_process
+from parity.devices import DTYPES
 from parity.trainer_run import TrainerCase, _replay, run_trainer, seeded_state, trainer_verdict
 from tests.training.variants import (
     CrashingTrainer,
@@ -58,13 +59,13 @@ def test_noise_drawn_inside_the_models_own_forward_is_followed(tmp_path):
     from parity.compare import assert_verdict
     from tests.training.variants import ModelDrawsTrainer
 
-    case = TrainerCase(examples_per_rank=3, accumulation=1, eps=0.05, eval_batch_size=2)
+    case = TrainerCase(examples_per_rank=3, window_size=1, eps=0.05, eval_batch_size=2)
     record = run_trainer(ModelDrawsTrainer, case, str(tmp_path))
     assert_verdict(trainer_verdict(case, [record], strict_precision=True))
     assert sum(int(d.masked_indices.sum()) for w in record.train_draws for d in w) > 0
 
 
-@pytest.mark.parametrize("dtype", ["float32", "float64"])
+@pytest.mark.parametrize("dtype", DTYPES)
 def test_a_fused_head_path_that_never_calls_the_model_is_observed(dtype, tmp_path):
     """The embedding's hook sees the noisy input even when only the encoder and the output
     embedding are used (the model exposes ``get_output_embeddings``, as the published one does)."""

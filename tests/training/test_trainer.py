@@ -11,6 +11,7 @@ from dataclasses import replace
 
 import pytest
 
+from parity.devices import DTYPES
 from parity.compare import assert_verdict
 from parity.strategies import training as strategies
 from parity.trainer_run import TrainerCase, run_trainer, trainer_verdict
@@ -24,7 +25,7 @@ def train_and_judge(trainer_class, case: TrainerCase, tmp_path_factory):
     return record
 
 
-@pytest.mark.parametrize("dtype", ["float32", "float64"])
+@pytest.mark.parametrize("dtype", DTYPES)
 def test_three_sgd_steps_over_windows_2_2_1(trainer_class, dtype, tmp_path_factory):
     """The pull request's run: 5 examples, micro-batch 1, accumulation 2, plain SGD, 3 steps.
 

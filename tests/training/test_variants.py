@@ -10,13 +10,14 @@ from __future__ import annotations
 
 import pytest
 
+from parity.devices import DTYPES
 from parity.compare import ParityFailure, assert_verdict
 from parity.trainer_run import TrainerCase, run_trainer, trainer_verdict
 from tests.training.variants import ChunkedCETrainer, Float32LossTrainer, ReorderedSumTrainer
 
 #: Windows 3, 1 and 2, 2, 1; a middling eps; rank-local and gathered counts; evaluation in batches.
 CASES = [
-    TrainerCase(examples_per_rank=4, accumulation=3, eps=0.05, eval_batch_size=3, data_seed=5, noise_seed=11),
+    TrainerCase(examples_per_rank=4, window_size=3, eps=0.05, eval_batch_size=3, data_seed=5, noise_seed=11),
     TrainerCase(average_tokens_across_devices=False, eval_batch_size=2, model_seed=2),
 ]
 
@@ -26,7 +27,7 @@ def _verdict(trainer_class, case, tmp_path, strict=False):
     return trainer_verdict(case, [record], strict_precision=strict)
 
 
-@pytest.mark.parametrize("dtype", ["float32", "float64"])
+@pytest.mark.parametrize("dtype", DTYPES)
 @pytest.mark.parametrize(
     "trainer_class, case",
     [(ChunkedCETrainer, CASES[0]), (ReorderedSumTrainer, CASES[1])],
