@@ -382,9 +382,11 @@ def _property_cell(prop, target: Target, options: Options) -> tuple[str, bool]:
     return "holds", False
 
 
-def _first_line(message) -> str:
-    text = str(message).strip()
-    return (text.splitlines() or [""])[0][:160]
+def _first_line(message, width: int = 64) -> str:
+    """The message's first line (with the next one when it only announces it), cut to ``width``."""
+    lines = [line.strip() for line in str(message).strip().splitlines() if line.strip()] or [""]
+    text = " ".join(lines[:2]) if lines[0].endswith(":") and len(lines) > 1 else lines[0]
+    return text if len(text) <= width else text[: width - 3] + "..."
 
 
 @dataclass(frozen=True)
