@@ -62,14 +62,8 @@ def run_bench(
     """
     progress = progress or (lambda message: None)
     start = time.perf_counter()
-    hunts = [
-        _hunt_over_seeds(target, prop, seeds, hunt_examples, progress, shrink)
-        # Built-ins, megatron-core too when installed; entry-point targets only when selected.
-        for target in builtin_targets().values()
-        if target.is_known_bug
-        for prop in catching(target.name)
-        if prop.hunted and prop.applies_to(target)
-    ]
+    # Built-ins, megatron-core too when installed; entry-point targets only when selected.
+    hunts = hunt_known_bugs(builtin_targets().values(), seeds, hunt_examples, progress, shrink)
     progress("dataset benchmark (parity.bench_dataset)")
     dataset = bench_dataset()
     if crash_hunt and "megatron" in dataset:
@@ -119,6 +113,17 @@ def megatron_crash_hunt(max_examples: int = 5000, seed: int = 0) -> dict:
         "shrunk": found.crash_counterexample or None,
         "seconds_with_shrinking": round(found.seconds_total, 2),
     }
+
+
+def hunt_known_bugs(targets, seeds: int, max_examples: int, progress: Progress, shrink: bool = True) -> list[dict]:
+    """Each known-bug target hunted with every hunted property of the table that must catch it."""
+    return [
+        _hunt_over_seeds(target, prop, seeds, max_examples, progress, shrink)
+        for target in targets
+        if target.is_known_bug
+        for prop in catching(target.name)
+        if prop.hunted and prop.applies_to(target)
+    ]
 
 
 def _hunt_over_seeds(

@@ -14,6 +14,7 @@ from hypothesis import strategies as st
 
 import parity.property_table as table
 from parity.property_table import Property
+from parity.bench import hunt_known_bugs
 from parity.report import Options, properties_scenario
 from parity.targets import Target
 
@@ -80,6 +81,12 @@ def test_the_entry_is_a_known_bug_check(with_throwaway):
     drawn = THROWAWAY.hunt(BUG.load("dataset"), max_examples=50, explicit=False)
     assert drawn.found and drawn.counterexample == "({'n': 0},)"  # shrunk to the smallest multiple of five
     assert not THROWAWAY.hunt(GOOD.load("dataset"), max_examples=20).found
+
+
+def test_the_entry_is_hunted_by_bench(with_throwaway):
+    (hunted,) = hunt_known_bugs([GOOD, BUG], seeds=2, max_examples=50, progress=lambda message: None)
+    assert (hunted["target"], hunted["property"], hunted["found"]) == ("throwaway:bug", THROWAWAY.name, 2)
+    assert hunted["runs"][0]["counterexample"] == "({'n': 0},)"  # random search alone, shrunk
 
 
 def test_the_entry_is_a_row_of_the_report(with_throwaway):
