@@ -59,6 +59,11 @@ class Property:
     only_if: str | None = None
 
     @property
+    def whole_run(self) -> bool:
+        """Each example is a whole training run (a fraction of the profile's examples, unshrunk)."""
+        return self.examples_fraction < 1
+
+    @property
     def test_name(self) -> str:
         return "test_" + self.name.replace("/", "__").replace("-", "_")
 

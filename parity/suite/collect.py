@@ -44,7 +44,7 @@ def property_test(prop: Property):
     wrapped = given(**strategies)(test)
     for explicit in reversed(prop.explicit_examples()):
         wrapped = example(**explicit)(wrapped)
-    if prop.examples_fraction < 1:
+    if prop.whole_run:
         wrapped = fraction_of_profile(prop.examples_fraction)(wrapped)
     wrapped = pytest.mark.parametrize("device", device_params(prop.devices))(wrapped)
     if prop.slow:
