@@ -77,7 +77,11 @@ class DiffusionLoss(Protocol):
         eos_token_id: int | None,
         eps: float,
         generator: torch.Generator,
-    ) -> list[dict[str, torch.Tensor | None]]: ...
+        vocab_size: int | None = None,
+    ) -> list[dict[str, torch.Tensor | None]]:
+        """Noise the whole window now, in order, from ``generator`` (the published draw order); a
+        ``ValueError`` for a mask id outside ``[0, vocab_size)`` or ``eps`` outside ``(0, 1]``."""
+        ...
 
     def window_count(
         self,
