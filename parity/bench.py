@@ -129,14 +129,9 @@ def hunt_known_bugs(targets, seeds: int, max_examples: int, progress: Progress, 
 def _hunt_over_seeds(
     target, prop: Property, seeds: int, max_examples: int, progress: Progress, shrink: bool = True
 ) -> dict:
-    """One hunt per seed; the medians are over the seeds that found the bug (a miss has no figures).
-
-    A whole-run property is not shrunk, as in the default suite (parity.suite.budget): shrinking a
-    training run costs minutes, and its failure message already names the kind of difference.
-    """
+    """One hunt per seed; the medians are over the seeds that found the bug (a miss has no figures)."""
     subject = target.load(prop.interface)
     name = prop.name
-    shrink = shrink and not prop.whole_run
     runs = []
     for seed in range(seeds):
         progress(f"hunt {target.name} with {name}, seed {seed}")

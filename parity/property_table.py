@@ -110,7 +110,9 @@ class Property:
         target: Target | None = None,
     ) -> Hunt:
         """Search for a counterexample on ``subject``: the explicit examples first (unless
-        ``explicit=False``, to measure the random search alone), then drawn ones."""
+        ``explicit=False``, to measure the random search alone), then drawn ones. A whole-run
+        property is never shrunk here, as in the default suite (parity.suite.budget): shrinking a
+        training run costs minutes, and its failure message already names the kind of difference."""
         examples = [(arguments,) for arguments in self.explicit_examples()] if explicit else []
         return hunt(
             lambda target_subject, arguments: self.run(target_subject, arguments, device, target),
@@ -118,7 +120,7 @@ class Property:
             st.tuples(self.strategy()),
             max_examples=max_examples,
             seed=seed,
-            shrink=shrink,
+            shrink=shrink and not self.whole_run,
             examples=examples,
         )
 
