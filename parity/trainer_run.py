@@ -509,13 +509,24 @@ class OracleRun:
     batch_losses: list[list[torch.Tensor]]  # per rank, per prediction_step batch
 
 
-def _weighted_eval(model, records, eos) -> torch.Tensor | None:
-    """The Trainer's evaluation loss: each batch's own mean, weighted by its rows, over every rank."""
-    losses, weights = [], []
-    for record in records:
-        for draw in record.eval_draws:
-            losses.append(single_batch_loss(model, draw, eos))
-            weights.append(draw.masked_indices.shape[0])
+def _weighted_eval(model, records, eos, total_rows: int) -> torch.Tensor | None:
+    """The Trainer's evaluation loss: each batch's own mean, counted once per row, in the order the
+    ranks' batches are gathered (step by step, rank by rank) and cut at the dataset's ``total_rows``.
+
+    The cut is ``gather_for_metrics``'s: to keep batches even across ranks, accelerate has a rank
+    that runs out of rows repeat rows from the start, and drops those repeats when it gathers. The
+    repeated batch is still observed (and each ``prediction_step`` batch is still compared), but it
+    does not count towards the evaluation loss.
+    """
+    losses, weights, left = [], [], total_rows
+    for step in range(max((len(record.eval_draws) for record in records), default=0)):
+        for record in records:
+            if step < len(record.eval_draws) and left > 0:
+                draw = record.eval_draws[step]
+                rows = min(draw.masked_indices.shape[0], left)
+                losses.append(single_batch_loss(model, draw, eos))
+                weights.append(rows)
+                left -= rows
     if not losses:
         return None
     total = sum(w * loss for w, loss in zip(weights, losses, strict=True))
@@ -546,7 +557,7 @@ def oracle_run(
         ranks = [record.train_draws[k][::-1] if reverse else record.train_draws[k] for record in records]
         steps.append(sgd_step(model, ranks, eos, case.lr, rank_local=not case.average_tokens_across_devices))
     with torch.no_grad():
-        eval_loss = _weighted_eval(model, records, eos)
+        eval_loss = _weighted_eval(model, records, eos, total_rows=case.examples_per_rank * len(records))
         batch_losses = [[single_batch_loss(model, draw, eos) for draw in record.batch_draws] for record in records]
     return OracleRun(steps, eval_loss, batch_losses)
 
