@@ -25,7 +25,7 @@ from collections.abc import Callable
 from hypothesis import strategies as st
 
 from parity.bench_dataset import bench_dataset
-from parity.hunt import examples_per_second, hunt
+from parity.hunt import examples_per_second
 from parity.property_table import PROPERTIES, Property, catching
 from parity.targets import builtin_targets, get_target
 from parity.text_table import text_table
@@ -97,16 +97,9 @@ def run_bench(
 
 def megatron_crash_hunt(max_examples: int = 5000, seed: int = 0) -> dict:
     """Random search for a crash of ``megatron-core:fixed`` with the index property; shrunk."""
-    from parity.properties import dataset as properties
-    from parity.strategies.dataset import dataset_cases
-
-    found = hunt(
-        properties.check_indices_match_oracle,
-        get_target("megatron-core:fixed").load("dataset"),
-        st.tuples(dataset_cases()),
-        max_examples=max_examples,
-        seed=seed,
-    )
+    (indices,) = [prop for prop in PROPERTIES if prop.name == "dataset/indices-match-reference"]
+    fixed = get_target("megatron-core:fixed")
+    found = indices.hunt(fixed.load("dataset"), max_examples=max_examples, seed=seed, explicit=False, target=fixed)
     return {
         "crash": found.crash or None,
         "examples_to_crash": found.examples_to_crash,

@@ -9,6 +9,7 @@ from __future__ import annotations
 import os
 import traceback
 from collections.abc import Callable, Mapping
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -18,13 +19,6 @@ import torch
 from parity.targets import ConfigDeclined
 
 _HARNESS_ROOT = Path(__file__).resolve().parent.parent
-_HARNESS_DIRS = tuple(str(_HARNESS_ROOT / name) + os.sep for name in ("parity", "tests", "oracle"))
-
-
-class AliasingHazard(UserWarning):
-    """Returned tensors alias each other or a cache (docs/dataset.md, Hazards): reported beside a
-    passing verdict for a target that does not promise copies. Defined here, in an importable
-    module, so that pytest-xdist can carry the warning from a worker to the controller."""
 
 
 class TargetCrashed(Exception):
@@ -79,11 +73,37 @@ def is_known_crash(crash: TargetCrashed, known: tuple[str, ...]) -> bool:
     return any(entry in signature for entry in known)
 
 
-def aliasing_hazards(samples: list[tuple[Any, Mapping[str, torch.Tensor]]]) -> list[str]:
-    """What aliases what among served samples ``(idx, sample)``, in served order (docs/dataset.md,
-    Hazards): two keys of one sample sharing storage, or a tensor sharing storage with one served
-    earlier (a cached tensor handed out by reference). One line per kind, first occurrence."""
-    found: dict[str, str] = {}
+@dataclass(frozen=True)
+class Hazard:
+    """One kind of aliasing (docs/dataset.md, Hazards): ``key`` shares storage with ``other``, a key
+    of the same sample (``by_reference`` False) or of a sample served earlier (True); ``where`` is
+    the first occurrence."""
+
+    key: str
+    other: str
+    by_reference: bool
+    where: str
+
+    @property
+    def kind(self) -> str:
+        if self.by_reference:
+            return f"{self.key} is handed out by reference: it shares storage with an earlier sample's {self.other}"
+        return f"{self.other} and {self.key} share storage"
+
+    @property
+    def short(self) -> str:
+        """A table cell: ``labels=tokens`` for two keys, ``position_ids(ref)`` for a cached tensor."""
+        return f"{self.key}(ref)" if self.by_reference else f"{self.other}={self.key}"
+
+    def __str__(self) -> str:
+        return f"{self.kind} ({self.where})"
+
+
+def aliasing_hazards(samples: list[tuple[Any, Mapping[str, torch.Tensor]]]) -> list[Hazard]:
+    """What aliases what among served samples ``(idx, sample)``, in served order: two keys of one
+    sample sharing storage, or a tensor sharing storage with one served earlier (a cached tensor
+    handed out by reference). One hazard per kind, at its first occurrence."""
+    found: dict[str, Hazard] = {}
     seen: dict[int, tuple[Any, str]] = {}
     for call, (idx, sample) in enumerate(samples, start=1):
         storages: dict[int, str] = {}
@@ -93,12 +113,14 @@ def aliasing_hazards(samples: list[tuple[Any, Mapping[str, torch.Tensor]]]) -> l
                 continue
             pointer = tensor.untyped_storage().data_ptr()
             if pointer in storages:
-                kind = f"{storages[pointer]} and {key} share storage"
-                found.setdefault(kind, f"{kind} (dataset[{idx}], call {call})")
+                hazard = Hazard(key, storages[pointer], False, f"dataset[{idx}], call {call}")
             elif pointer in seen:
                 earlier_idx, earlier_key = seen[pointer]
-                kind = f"{key} is handed out by reference: it shares storage with an earlier sample's {earlier_key}"
-                found.setdefault(kind, f"{kind} (dataset[{idx}] with dataset[{earlier_idx}], call {call})")
+                hazard = Hazard(key, earlier_key, True, f"dataset[{idx}] with dataset[{earlier_idx}], call {call}")
+            else:
+                hazard = None
+            if hazard is not None:
+                found.setdefault(hazard.kind, hazard)
             storages.setdefault(pointer, key)
         for pointer, key in storages.items():
             seen.setdefault(pointer, (idx, key))

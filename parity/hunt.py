@@ -34,6 +34,8 @@ class Hunt:
     #: "the target raised ..." when the target crashed instead (docs/dataset.md, Crashes), and the
     #: (shrunk) arguments it crashed on; a crash is not a counterexample.
     crash: str = ""
+    #: ``"ExceptionType at path:line"`` of that crash, what a target's ``known_crashes`` match.
+    crash_signature: str = ""
     crash_counterexample: str = ""
     examples_to_crash: int | None = None
 
@@ -92,6 +94,7 @@ def hunt(
         except TargetCrashed as crash:  # the target raised: a crash, not a counterexample
             if not found.crash:
                 found.crash = str(crash)
+                found.crash_signature = crash.signature
                 found.examples_to_crash = calls
             found.crash_counterexample = repr(args)
             raise

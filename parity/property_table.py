@@ -125,13 +125,13 @@ class Property:
         )
 
 
-def properties_for(target: Target, table: Sequence[Property] | None = None) -> list[Property]:
-    return [prop for prop in (PROPERTIES if table is None else table) if prop.applies_to(target)]
+def properties_for(target: Target) -> list[Property]:
+    return [prop for prop in PROPERTIES if prop.applies_to(target)]
 
 
-def catching(target_name: str, table: Sequence[Property] | None = None) -> list[Property]:
+def catching(target_name: str) -> list[Property]:
     """The properties that must catch the known-bug target ``target_name``."""
-    return [prop for prop in (PROPERTIES if table is None else table) if target_name in prop.catches]
+    return [prop for prop in PROPERTIES if target_name in prop.catches]
 
 
 # --- the table --------------------------------------------------------------------------------------

@@ -103,17 +103,9 @@ def format_table(result: ScenarioResult) -> str:
 # --- dataset cache -------------------------------------------------------------------------------
 
 
-def hazard_summary(hazards: list[str]) -> str:
-    """A table cell: ``labels=tokens`` for keys sharing storage, ``position_ids(ref)`` for a tensor
-    handed out again by reference; "none" when nothing aliases."""
-    cells = []
-    for hazard in hazards:
-        kind = hazard.split(" (dataset[")[0]
-        if " share storage" in kind:
-            cells.append(kind.removesuffix(" share storage").replace(" and ", "="))
-        else:
-            cells.append(kind.split(" ", 1)[0] + "(ref)")
-    return ", ".join(cells) or "none"
+def hazard_summary(hazards) -> str:
+    """A table cell: each hazard's short form, "none" when nothing aliases."""
+    return ", ".join(hazard.short for hazard in hazards) or "none"
 
 
 def dataset_documents(seed: int) -> list:

@@ -77,10 +77,6 @@ class TrainerCase:
     def to_json(self) -> dict:
         return asdict(self)
 
-    @classmethod
-    def from_json(cls, data: dict) -> TrainerCase:
-        return cls(**{**data, "empty_ranks": tuple(data["empty_ranks"])})
-
 
 def model_contract(trainer_class) -> str:
     """What the trainer declares (class attribute ``model_contract``); the published one by default."""

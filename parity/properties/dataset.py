@@ -16,7 +16,7 @@ from hypothesis import reject
 from torch.utils.data import DataLoader, default_collate
 
 from oracle.gpt_dataset import OracleGPTDataset
-from parity.dataset_compare import aliasing_hazards, assert_samples_equal, call_target, last_sample_position
+from parity.dataset_compare import Hazard, aliasing_hazards, assert_samples_equal, call_target, last_sample_position
 from parity.targets import ConfigDeclined
 from parity.strategies.dataset import DatasetCase
 
@@ -128,7 +128,7 @@ def check_dataloader_matches_oracle(factory, case: DatasetCase, batch_size: int)
         assert_samples_equal(batch, want, f"batch {number} (batch_size={batch_size}, 2 workers)")
 
 
-def find_aliasing_hazards(factory, case: DatasetCase) -> list[str]:
+def find_aliasing_hazards(factory, case: DatasetCase) -> list[Hazard]:
     """What aliases what among the served samples (docs/dataset.md, Hazards)."""
     dataset = make(factory, case)
     return aliasing_hazards([(idx, serve(dataset, idx)) for idx in serve_plan(dataset, case)])
@@ -141,9 +141,9 @@ def check_aliasing_hazards(factory, case: DatasetCase, target=None) -> list[str]
     hazards = find_aliasing_hazards(factory, case)
     if target is None or target.promises_copies:
         name = "the target" if target is None else target.name
-        assert not hazards, f"{name} promises copies, but: " + "; ".join(hazards)
+        assert not hazards, f"{name} promises copies, but: " + "; ".join(map(str, hazards))
         return []
-    return list(dict.fromkeys(hazard.split(" (dataset[")[0] for hazard in hazards))
+    return [hazard.kind for hazard in hazards]
 
 
 def check_indices_match_oracle(factory, case: DatasetCase) -> None:

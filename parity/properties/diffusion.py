@@ -16,7 +16,7 @@ from hypothesis.control import currently_in_test_context
 from oracle.nemotron_diffusion import eos_padding_rule, forward_process
 from parity.compare import assert_within_budget
 from parity.strategies.diffusion import EOS
-from parity.window_cases import MASK_TOKEN_ID, SEED_SCENARIO, VOCAB, WindowCase, parity_run
+from parity.window_cases import MASK_TOKEN_ID, VOCAB, WindowCase, parity_run
 from parity.window_run import ParityRun
 
 

@@ -1,6 +1,6 @@
 """Every property of the table, as a test against the selected target (parity.property_table)."""
 
 from parity.property_table import PROPERTIES
-from parity.suite.collect import ParityNote, property_test  # noqa: F401 (ParityNote: for -W filters)
+from parity.suite.collect import property_test
 
 globals().update({prop.test_name: property_test(prop) for prop in PROPERTIES})

@@ -64,9 +64,10 @@ def test_the_report_shows_a_crashed_verdict(known, verdict):
 def test_aliasing_is_named_key_by_key_and_sample_by_sample():
     dataset = _Aliasing()
     hazards = aliasing_hazards([(k, dataset[k]) for k in range(2)])
-    assert hazards[0].startswith("labels and tokens share storage (dataset[0]")
-    assert hazards[1].startswith(
+    assert str(hazards[0]).startswith("labels and tokens share storage (dataset[0]")
+    assert str(hazards[1]).startswith(
         "position_ids is handed out by reference: it shares storage with an earlier sample's position_ids"
     )
+    assert [hazard.short for hazard in hazards] == ["labels=tokens", "position_ids(ref)"]
     assert len(hazards) == 2  # one line per kind
     assert aliasing_hazards([(0, {"tokens": torch.zeros(3), "labels": torch.zeros(3)})]) == []

@@ -12,24 +12,21 @@ from __future__ import annotations
 import numpy as np
 import pytest
 from hypothesis import given, reject, settings
-from hypothesis import strategies as st
 
-from parity.dataset_compare import TargetCrashed, is_known_crash
+from parity.dataset_compare import TargetCrashed
 from parity.dataset_config import GPTDatasetConfig
-from parity.hunt import hunt
+from parity.property_table import PROPERTIES, catching
 from parity.targets import ConfigDeclined, OPTIONAL_TARGETS, get_target
 from parity.properties import dataset as properties
 from parity.strategies.dataset import (
-    EXPLICIT_CASES,
     MEGATRON_CRASH_CASE,
     MOCK_DATA_CASE,
     UPSTREAM_PR_CASE,
     dataset_cases,
-    resumed_cases,
-    small_dataset_cases,
 )
 
 MEGATRON = next(t for t in OPTIONAL_TARGETS if t.name == "megatron-core")
+FIXED = next(t for t in OPTIONAL_TARGETS if t.name == "megatron-core:fixed")
 pytestmark = [
     pytest.mark.xdist_group("megatron"),
     pytest.mark.skipif(
@@ -48,55 +45,32 @@ def fixed():
     return get_target("megatron-core:fixed").load("dataset")
 
 
-@pytest.mark.parametrize(
-    ("name", "check", "arguments"),
-    [
-        ("matches-oracle", properties.check_matches_oracle, st.tuples(dataset_cases())),
-        ("resume-agrees", properties.check_resume_agrees, st.tuples(resumed_cases())),
-    ],
-)
-def test_unpatched_megatron_fails_the_required_properties_with_a_shrunk_trigger(unpatched, name, check, arguments):
-    found = hunt(check, unpatched, arguments, max_examples=60)
-    assert found.found, f"{name}: 60 derandomized examples did not catch megatron-core's cache bug"
+@pytest.mark.parametrize("prop", [p for p in catching("megatron-core") if p.hunted], ids=lambda p: p.name)
+def test_unpatched_megatron_fails_the_required_properties_with_a_shrunk_trigger(unpatched, prop):
+    """Random search alone (the upstream cases are the table's explicit examples, checked in tests/quality)."""
+    found = prop.hunt(unpatched, max_examples=60, explicit=False)
+    assert found.found, f"{prop.name}: 60 derandomized examples did not catch megatron-core's cache bug"
     assert "loss_mask differs" in found.message, found.message
-    print(f"\nmegatron-core / {name}: found after {found.examples_to_failure} example(s); shrunk to {found.counterexample}")
+    print(f"\nmegatron-core / {prop.name}: found after {found.examples_to_failure} example(s); shrunk to {found.counterexample}")
 
 
-def test_unpatched_megatron_fails_the_upstream_cases(unpatched):
-    for case in EXPLICIT_CASES.values():
-        with pytest.raises(AssertionError, match="loss_mask differs"):
-            properties.check_matches_oracle(unpatched, case)
+#: Examples per required property for the fixed target; the two-worker DataLoader one is slow.
+FIXED_EXAMPLES = {"dataset/dataloader-matches-oracle": 2}
 
 
-def _unless_known_crash(check, *arguments):
-    """A known upstream crash skips the example (it is reported by the crash test below)."""
-    try:
-        check(*arguments)
-    except TargetCrashed as crash:
-        if not is_known_crash(crash, MEGATRON.known_crashes):
-            raise
-        reject()
-
-
-@settings(max_examples=20, derandomize=True, database=None)
-@given(case=dataset_cases(), resume_at=st.integers(0, 10**6))
-def test_fixed_megatron_passes_the_required_properties(fixed, case, resume_at):
-    _unless_known_crash(properties.check_matches_oracle, fixed, case)
-    _unless_known_crash(properties.check_resume_agrees, fixed, (case, resume_at % case.length))
-    _unless_known_crash(properties.check_indices_match_oracle, fixed, case)
-
-
-@settings(max_examples=2, derandomize=True, database=None)
-@given(case=small_dataset_cases, batch_size=st.integers(1, 4))
-def test_fixed_megatron_passes_with_dataloader_workers(fixed, case, batch_size):
-    _unless_known_crash(properties.check_dataloader_matches_oracle, fixed, case, batch_size)
+@pytest.mark.parametrize("prop", [p for p in PROPERTIES if p.applies_to(FIXED)], ids=lambda p: p.name)
+def test_fixed_megatron_passes_every_property(fixed, prop):
+    """A crash is allowed only where it is megatron-core's known index crash (reported as a crash)."""
+    found = prop.hunt(fixed, max_examples=FIXED_EXAMPLES.get(prop.name, 20), shrink=False, target=FIXED)
+    assert not found.found, found.message
+    assert not found.crash or any(known in found.crash_signature for known in FIXED.known_crashes), found.crash
 
 
 def test_fixed_megatron_passes_the_upstream_cases_and_names_its_hazards(fixed):
     for case in (UPSTREAM_PR_CASE, MOCK_DATA_CASE):
         properties.check_matches_oracle(fixed, case)
         properties.check_resume_agrees(fixed, (case, case.length - 1))
-    hazards = " | ".join(properties.find_aliasing_hazards(fixed, MOCK_DATA_CASE))
+    hazards = " | ".join(map(str, properties.find_aliasing_hazards(fixed, MOCK_DATA_CASE)))
     assert "labels and tokens share storage" in hazards
     assert "attention_mask is handed out by reference" in hazards
     assert "position_ids is handed out by reference" in hazards

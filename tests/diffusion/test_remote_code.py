@@ -19,7 +19,6 @@ from pathlib import Path
 import pytest
 import torch
 import transformers
-from torch import nn
 
 from oracle.nemotron_diffusion import TINY_CONFIG, build_tiny_model, forward_process
 from oracle.remote_code import (

@@ -16,6 +16,7 @@ import parity.property_table as table
 from parity.property_table import Property
 from parity.bench import hunt_known_bugs
 from parity.report import Options, properties_scenario
+from parity.suite.collect import ParityNote
 from parity.targets import Target
 
 HERE = __name__
@@ -68,7 +69,7 @@ def with_throwaway(monkeypatch):
 def test_the_entry_becomes_a_pytest_test_of_the_suite(with_throwaway):
     test = getattr(with_throwaway, THROWAWAY.test_name)
     assert test.__doc__ == "Doubling gives an even number."
-    with pytest.warns(with_throwaway.ParityNote, match="throwaway:good: harness/throwaway-doubling-is-even: .* is a multiple of seven"):
+    with pytest.warns(ParityNote, match="throwaway:good: harness/throwaway-doubling-is-even: .* is a multiple of seven"):
         test(target=GOOD, device="cpu")  # notes are warnings beside a passing test
     with pytest.raises(AssertionError, match="is odd"):
         test(target=BUG, device="cpu")
