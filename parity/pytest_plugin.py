@@ -161,14 +161,6 @@ def trainer_class(target):
     return target_interface(target, "trainer")
 
 
-@pytest.fixture(scope="session")
-def strict_precision(pytestconfig: pytest.Config) -> bool:
-    """``--parity-strict-precision`` (or ``$PARITY_STRICT_PRECISION=1``): precision findings fail."""
-    from parity.compare import strict_precision_requested
-
-    return bool(pytestconfig.getoption("--parity-strict-precision")) or strict_precision_requested()
-
-
 # --- a known crash of the target is "crashed (known)", not a failed property (docs/dataset.md, Crashes)
 
 

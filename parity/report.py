@@ -200,15 +200,20 @@ def dataset_scenario(targets: list[Target], options: Options, progress: Callable
 
 
 def _window_figures(run) -> tuple[list, dict[str, Any]]:
+    """A target's figures, then the oracle's on that target's own draws: its float64 loss and its
+    own error in the working dtype (the worst valid evaluation order), which the budget is made of."""
     comparisons = run.comparisons()
-    grads = [c for c in comparisons if " grad " in c.name]
-    params = [c for c in comparisons if " param " in c.name]
+    grads = [c for c in comparisons if c.quantity == "grad"]
+    params = [c for c in comparisons if c.quantity == "param"]
     return comparisons, {
         "loss": run.out[0].loss.item(),
         "max |grad - golden|": max(c.error for c in grads),
         "max |param - golden| after SGD": max(c.error for c in params),
         "grad budget (largest)": max(c.budget for c in grads),
         "mask counts": [int(b["masked_indices"].sum()) for b in run.noised[0]],
+        "oracle: loss (float64)": run.golden[0].loss.item(),
+        "oracle: max |grad - golden|": max(c.reference_error for c in grads),
+        "oracle: max |param - golden|": max(c.reference_error for c in params),
     }
 
 
@@ -222,24 +227,10 @@ def window_scenario(targets: list[Target], options: Options, progress: Callable[
         "micro-batch 1, accumulation 2, two equal-length answers; one SGD step",
         "per tensor: 2 x the oracle's own error in the working dtype + 4 eps x magnitude (docs/budget.md)",
     )
-    run = None
     for target in targets:
         progress(f"diffusion-window: {target.name}")
-        run = parity_run(target.load("loss"), case, options.device)
-        comparisons, figures = _window_figures(run)
+        comparisons, figures = _window_figures(parity_run(target.load("loss"), case, options.device))
         result.columns.append(Column(target.name, target.expect, all(c.holds for c in comparisons), figures))
-    # The oracle's own error: what the budget is made of (its worst valid evaluation order).
-    comparisons = run.comparisons()
-    result.columns.append(
-        oracle_column(
-            {
-                "loss": run.golden[0].loss.item(),
-                "max |grad - golden|": max(c.reference_error for c in comparisons if " grad " in c.name),
-                "max |param - golden| after SGD": max(c.reference_error for c in comparisons if " param " in c.name),
-                "mask counts": [int(d.masked_indices.sum()) for d in run.draws[0]],
-            }
-        )
-    )
     return result
 
 

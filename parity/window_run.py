@@ -90,11 +90,6 @@ def reference_steps(model: nn.Module, draws: Sequence[Sequence[Draw]], lr: float
     return [sgd_step(model, [window], model.config.eos_token_id, lr) for window in draws]
 
 
-def _named(result: StepResult, step: int, kind: str) -> dict[str, torch.Tensor | None]:
-    """``grads`` or ``params`` of a step, named for a failure message: ``step 1 grad encoder.norm.weight``."""
-    return {f"step {step} {kind[:-1]} {name}": t for name, t in getattr(result, kind).items()}
-
-
 def compare_steps(
     out: Sequence[StepResult], refs: Sequence[Sequence[StepResult]], golden: Sequence[StepResult]
 ) -> list[Comparison]:
@@ -104,10 +99,20 @@ def compare_steps(
     comparisons = []
     for step, g in enumerate(golden):
         o, rs = out[step], [ref[step] for ref in refs]
-        comparisons.append(compare_tensor(f"step {step} loss", o.loss, [r.loss for r in rs], g.loss))
-        for kind in ("grads", "params"):
+        comparisons.append(
+            compare_tensor(f"step {step} loss", o.loss, [r.loss for r in rs], g.loss, step=step, quantity="loss")
+        )
+        for kind, quantity in (("grads", "grad"), ("params", "param")):
+            state = getattr(g, kind)
             comparisons.extend(
-                compare_states(_named(o, step, kind), [_named(r, step, kind) for r in rs], _named(g, step, kind))
+                compare_states(
+                    getattr(o, kind),
+                    [getattr(r, kind) for r in rs],
+                    state,
+                    names={name: f"step {step} {quantity} {name}" for name in state},
+                    step=step,
+                    quantity=quantity,
+                )
             )
     return comparisons
 
