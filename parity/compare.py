@@ -116,19 +116,6 @@ class Comparison:
         )
 
 
-class BudgetExceeded(AssertionError):
-    """A target fell outside the oracle's own error budget on at least one tensor."""
-
-    SHOWN = 5
-
-    def __init__(self, failures: list[Comparison]):
-        self.failures = sorted(failures, key=lambda c: c.ratio, reverse=True)
-        lines = [c.describe() for c in self.failures[: self.SHOWN]]
-        if len(self.failures) > self.SHOWN:
-            lines.append(f"... and {len(self.failures) - self.SHOWN} more tensors outside their budget")
-        super().__init__("\n".join(lines))
-
-
 def _error(tensor: torch.Tensor, golden64: torch.Tensor) -> torch.Tensor:
     return (tensor.detach().to("cpu", torch.float64) - golden64).abs()
 
@@ -220,12 +207,6 @@ def compare_states(
                 )
             )
     return comparisons
-
-
-def assert_within_budget(comparisons: list[Comparison]) -> None:
-    failures = [c for c in comparisons if not c.holds]
-    if failures:
-        raise BudgetExceeded(failures)
 
 
 # --- verdicts: comparisons plus the findings that are not tensor comparisons ---------------------

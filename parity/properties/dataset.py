@@ -16,9 +16,9 @@ from hypothesis import reject
 from torch.utils.data import DataLoader, default_collate
 
 from oracle.gpt_dataset import OracleGPTDataset
+from parity.cases import DatasetCase
 from parity.dataset_compare import Hazard, aliasing_hazards, assert_samples_equal, call_target, last_sample_position
 from parity.targets import ConfigDeclined
-from parity.strategies.dataset import DatasetCase
 
 #: The index arrays every dataset target has, and the one only some have (held to the oracle too).
 INDEX_ARRAYS = ("document_index", "shuffle_index")

@@ -14,9 +14,9 @@ from hypothesis import target as hypothesis_target
 from hypothesis.control import currently_in_test_context
 
 from oracle.nemotron_diffusion import eos_padding_rule, forward_process
-from parity.compare import assert_within_budget
-from parity.strategies.diffusion import EOS
-from parity.window_cases import MASK_TOKEN_ID, VOCAB, WindowCase, parity_run
+from parity.cases import EOS, MASK_TOKEN_ID, VOCAB, WindowCase
+from parity.compare import assert_verdict, judge
+from parity.window_cases import parity_run
 from parity.window_run import ParityRun
 
 
@@ -33,7 +33,7 @@ def hold_to_budget(run: ParityRun) -> None:
     if currently_in_test_context():
         worst = max(c.ratio for c in comparisons)
         hypothesis_target(worst if math.isfinite(worst) else 1e300, label="worst error / budget")
-    assert_within_budget(comparisons)
+    assert_verdict(judge(comparisons))
 
 
 def check_window_parity(loss_target, case: WindowCase, device: str = "cpu") -> None:

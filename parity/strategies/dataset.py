@@ -15,42 +15,13 @@ fixture, never from here.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 import numpy as np
 from hypothesis import strategies as st
 
 from impl.mock_data import mock_documents
-from oracle.gpt_indices import num_epochs as oracle_num_epochs
 from oracle.gpt_indices import sample_count
+from parity.cases import DatasetCase, samples_supplied
 from parity.dataset_config import SPLITS, GPTDatasetConfig
-
-
-@dataclass(frozen=True)
-class DatasetCase:
-    """One dataset and the order its first samples are served in, on a fresh instance.
-
-    ``serve_order`` holds shuffle positions (``dataset[k]``) and ``None`` (a batch-padding sample);
-    with ``last_sample_first`` the position that serves the stream's last sample is served before it.
-    """
-
-    documents: tuple[np.ndarray, ...]
-    config: GPTDatasetConfig
-    serve_order: tuple[int | None, ...] = ()
-    last_sample_first: bool = False
-
-    @property
-    def length(self) -> int:
-        """How many samples the dataset must hold, from the oracle's formulas."""
-        return samples_supplied(self.config, tokens_per_epoch(self.documents))
-
-
-def tokens_per_epoch(documents) -> int:
-    return sum(len(document) for document in documents)
-
-
-def samples_supplied(config, tokens: int) -> int:
-    return sample_count(oracle_num_epochs(tokens, config) * tokens, config)
 
 
 SEEDS = st.integers(0, 2**32 - 1)

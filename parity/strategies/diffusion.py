@@ -9,13 +9,9 @@ from __future__ import annotations
 import torch
 from hypothesis import strategies as st
 
-from oracle.nemotron_diffusion import TINY_CONFIG
-from parity.window_cases import MASK_TOKEN_ID, ROW_KINDS, SEED_SCENARIO, VOCAB, WindowCase
+from parity.cases import EOS, MASK_TOKEN_ID, ROW_KINDS, SEED_SCENARIO, VOCAB, WindowCase
 
 __all__ = ["EOS", "MASK_TOKEN_ID", "SEED_SCENARIO", "VOCAB", "WindowCase", "window_cases"]
-
-#: The tiny model's EOS id, which the EOS-padding rule writes into padding.
-EOS = TINY_CONFIG["eos_token_id"]
 
 
 @st.composite

@@ -11,7 +11,8 @@ from __future__ import annotations
 from hypothesis import HealthCheck, Phase, given, settings
 
 from oracle.gpt_indices import num_epochs, separate_final_epoch
-from parity.strategies.dataset import dataset_cases, tokens_per_epoch
+from parity.cases import tokens_per_epoch
+from parity.strategies.dataset import dataset_cases
 
 EXAMPLES = 200
 

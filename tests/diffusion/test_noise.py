@@ -9,9 +9,10 @@ from __future__ import annotations
 import torch
 
 from oracle.nemotron_diffusion import IGNORE_INDEX, build_tiny_model
-from parity.compare import assert_within_budget, compare_states, compare_tensor
-from parity.properties.diffusion import EOS, noise, parity_run
-from parity.strategies.diffusion import MASK_TOKEN_ID, SEED_SCENARIO
+from parity.cases import EOS, MASK_TOKEN_ID, SEED_SCENARIO
+from parity.compare import assert_verdict, compare_states, compare_tensor, judge
+from parity.properties.diffusion import noise
+from parity.window_cases import parity_run
 
 
 
@@ -46,9 +47,11 @@ def test_single_batch_loss_weights_by_inverse_p(diffusion_loss):
     names, parameters = zip(*model.named_parameters(), strict=True)
     grads = dict(zip(names, torch.autograd.grad(loss, parameters, retain_graph=True), strict=True))
     expected_grads = dict(zip(names, torch.autograd.grad(expected, parameters), strict=True))
-    assert_within_budget(
-        [compare_tensor("single-batch loss", loss, [expected], expected)]
-        + compare_states(grads, [expected_grads], expected_grads)
+    assert_verdict(
+        judge(
+            [compare_tensor("single-batch loss", loss, [expected], expected)]
+            + compare_states(grads, [expected_grads], expected_grads)
+        )
     )
 
 

@@ -6,11 +6,9 @@ import pytest
 import torch
 
 from parity.compare import (
-    BudgetExceeded,
     Finding,
     ParityFailure,
     assert_verdict,
-    assert_within_budget,
     compare_states,
     compare_tensor,
     judge,
@@ -44,11 +42,18 @@ def test_the_worst_of_several_references_sets_the_budget():
 def test_a_failure_names_tensor_index_error_budget_and_values():
     out = GOLDEN.clone().float()
     out[2] += 0.5
-    with pytest.raises(BudgetExceeded) as failure:
-        assert_within_budget([compare_tensor("step 0 grad head.weight", out, [GOLDEN.float()], GOLDEN)])
+    with pytest.raises(ParityFailure) as failure:
+        assert_verdict(judge([compare_tensor("step 0 grad head.weight", out, [GOLDEN.float()], GOLDEN)]))
     message = str(failure.value)
     assert "step 0 grad head.weight" in message and "at index [2]" in message
     assert "max|out - golden| = 5.000e-01" in message and "golden 4" in message and "exceeds the budget" in message
+
+
+def test_a_failure_lists_the_worst_tensors_first_and_counts_the_rest():
+    comparisons = [compare_tensor(f"w{k}", (GOLDEN + k / 10).float(), [GOLDEN.float()], GOLDEN) for k in range(1, 8)]
+    lines = judge(comparisons).describe(shown=5).splitlines()
+    assert [line.split(":")[0] for line in lines[:5]] == [f"[normalisation] w{k}" for k in range(7, 2, -1)]
+    assert lines[5] == "... and 2 more tensors outside their budget"
 
 
 def test_the_floor_follows_the_group_magnitude():
