@@ -219,7 +219,8 @@ def _window_figures(run) -> tuple[list, dict[str, Any]]:
 
 def window_scenario(targets: list[Target], options: Options, progress: Callable[[str], None]) -> ScenarioResult:
     """Micro-batch 1, accumulation 2, two equal-length answers (the seed pull request)."""
-    from parity.window_cases import SEED_SCENARIO, parity_run
+    from parity.cases import SEED_SCENARIO
+    from parity.window_cases import parity_run
 
     case = replace(SEED_SCENARIO, dtype=getattr(torch, options.dtype), model_seed=options.seed)
     result = ScenarioResult(
