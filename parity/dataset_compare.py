@@ -7,18 +7,15 @@ A failure names the sample, the key and the first differing position with both v
 from __future__ import annotations
 
 import os
-import traceback
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
 import numpy as np
 import torch
 
+from parity.crash import describe_raised, raised_where
 from parity.targets import ConfigDeclined
-
-_HARNESS_ROOT = Path(__file__).resolve().parent.parent
 
 
 class TargetCrashed(Exception):
@@ -27,33 +24,11 @@ class TargetCrashed(Exception):
     ``signature`` is ``"ExceptionType at path:line"`` (the innermost frame, i.e. where it was raised),
     which a target's ``known_crashes`` entries are matched against."""
 
-    def __init__(self, error: BaseException, where: str, what: str) -> None:
+    def __init__(self, error: BaseException, what: str) -> None:
         self.error = error
-        self.where = where
-        self.signature = f"{type(error).__name__} at {where}"
-        message = str(error) or "(no message)"
-        super().__init__(f"the target raised {type(error).__name__}: {message} at {where} while {what}")
-
-
-def _short_path(filename: str) -> str:
-    """A frame's file as a reader finds it: from the package root inside site-packages, or
-    relative to this repository."""
-    marker = "site-packages" + os.sep
-    if marker in filename:
-        return filename.split(marker, 1)[1]
-    try:
-        return str(Path(filename).resolve().relative_to(_HARNESS_ROOT))
-    except ValueError:
-        return filename
-
-
-def raised_where(error: BaseException) -> str:
-    """``path:line (function)`` of the innermost frame of the error's traceback."""
-    frames = traceback.extract_tb(error.__traceback__)
-    if not frames:
-        return "<unknown>"
-    frame = frames[-1]
-    return f"{_short_path(frame.filename)}:{frame.lineno} (in {frame.name})"
+        self.where = raised_where(error)
+        self.signature = f"{type(error).__name__} at {self.where}"
+        super().__init__(f"the target raised {describe_raised(error)} while {what}")
 
 
 def call_target(what: str, function: Callable[..., Any], *args: Any) -> Any:
@@ -65,7 +40,7 @@ def call_target(what: str, function: Callable[..., Any], *args: Any) -> Any:
     except ConfigDeclined:
         raise
     except Exception as error:
-        raise TargetCrashed(error, raised_where(error), what) from error
+        raise TargetCrashed(error, what) from error
 
 
 def is_known_crash(crash: TargetCrashed, known: tuple[str, ...]) -> bool:

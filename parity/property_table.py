@@ -15,7 +15,6 @@ may return notes (strings: hazards, precision findings) that accompany a passing
 
 from __future__ import annotations
 
-import importlib
 import inspect
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
@@ -25,12 +24,7 @@ from hypothesis import strategies as st
 
 from parity.devices import DEVICES
 from parity.hunt import Hunt, hunt
-from parity.targets import Interface, Target
-
-
-def load(path: str) -> Any:
-    module, _, attribute = path.partition(":")
-    return getattr(importlib.import_module(module), attribute)
+from parity.targets import Interface, Target, load_attribute
 
 
 @dataclass(frozen=True)
@@ -68,7 +62,7 @@ class Property:
         return "test_" + self.name.replace("/", "__").replace("-", "_")
 
     def check_function(self) -> Callable[..., None]:
-        return load(self.check)
+        return load_attribute(self.check)
 
     def strategies(self) -> dict[str, st.SearchStrategy]:
         return dict(self.arguments())

@@ -31,6 +31,14 @@ ENTRY_POINT_GROUP = "parity.targets"
 Interface = Literal["dataset", "loss", "trainer"]
 
 
+def load_attribute(path: str) -> Any:
+    """The object a ``"module:attribute"`` path names (an interface, a property's check), imported now."""
+    module, colon, attribute = path.partition(":")
+    if not colon or not module or not attribute:
+        raise ValueError(f"an import path is 'module:attribute', got {path!r}")
+    return getattr(importlib.import_module(module), attribute)
+
+
 @runtime_checkable
 class GPTDatasetLike(Protocol):
     """What a dataset target returns: indexable samples plus its two index arrays."""
@@ -127,8 +135,7 @@ class Target:
         path = getattr(self, interface)
         if path is None:
             raise LookupError(f"target {self.name!r} provides no {interface} interface")
-        module, _, attribute = path.partition(":")
-        return getattr(importlib.import_module(module), attribute)
+        return load_attribute(path)
 
     @property
     def is_known_bug(self) -> bool:

@@ -26,6 +26,12 @@ def test_a_missing_interface_is_a_lookup_error():
         get_target("known-bug:local-mean").load("dataset")
 
 
+@pytest.mark.parametrize("path", ["impl.gpt_dataset.GPTDataset", ":GPTDataset", "impl.gpt_dataset:"])
+def test_an_interface_path_without_module_and_attribute_is_refused_by_name(path):
+    with pytest.raises(ValueError, match=f"an import path is 'module:attribute', got '{path}'"):
+        Target(name="typo", description="", expect="pass", dataset=path).load("dataset")
+
+
 def test_unknown_names_list_the_known_ones():
     with pytest.raises(UnknownTargetError, match="unknown target 'nope'; known targets: impl, known-bug"):
         get_target("nope")

@@ -1,0 +1,39 @@
+"""Where a target raised, in the one form every verdict gives it (docs/design.md, Verdict kinds).
+
+A crash is reported with the exception and the innermost frame, the place it was raised, with the
+file shortened to what a reader finds: from the package root inside site-packages, or relative to
+this repository. A target's ``known_crashes`` entries are matched against that form.
+"""
+
+from __future__ import annotations
+
+import os
+import traceback
+from pathlib import Path
+
+_HARNESS_ROOT = Path(__file__).resolve().parent.parent
+
+
+def short_path(filename: str) -> str:
+    """A frame's file as a reader finds it (see the module docstring)."""
+    marker = "site-packages" + os.sep
+    if marker in filename:
+        return filename.split(marker, 1)[1]
+    try:
+        return str(Path(filename).resolve().relative_to(_HARNESS_ROOT))
+    except ValueError:
+        return filename
+
+
+def raised_where(error: BaseException) -> str:
+    """``path:line (in function)`` of the innermost frame of the error's traceback."""
+    frames = traceback.extract_tb(error.__traceback__)
+    if not frames:
+        return "<unknown>"
+    frame = frames[-1]
+    return f"{short_path(frame.filename)}:{frame.lineno} (in {frame.name})"
+
+
+def describe_raised(error: BaseException) -> str:
+    """``ExceptionType: message at path:line (in function)``."""
+    return f"{type(error).__name__}: {str(error) or '(no message)'} at {raised_where(error)}"
