@@ -3,11 +3,11 @@
 A fraction of the active profile's ``max_examples``, so ``dev`` and ``ci`` stay fast while the
 ``nightly`` profile scales these properties up with everything else.
 
-A failing whole-run property must also *report* within the CI per-test budget (docs/budget.md):
+What a failing whole-run property costs is held by a count (docs/budget.md, Bounded failure cost):
 shrinking a training run costs minutes, so outside the ``nightly`` profile these properties do not
-shrink; Hypothesis then reports the first failing example as found (unshrunk), and the failure's
-own message names the kind of difference. The nightly profile keeps shrinking, bounded by
-Hypothesis's own shrink time limit and by the per-test timeout.
+shrink. Hypothesis then stops at the first failing example and reports it as drawn, after one
+replay: the runs to the failure (at most this fraction of the examples) plus one. The failure's own
+message names the kind of difference. The nightly profile shrinks, within Hypothesis's own limits.
 """
 
 from __future__ import annotations
@@ -18,9 +18,14 @@ from hypothesis import Phase, settings
 SHRINKING_PROFILES = ("nightly",)
 
 
+def shrinks_whole_runs() -> bool:
+    """Whether the active profile shrinks a failing whole-run example (else it is reported as drawn)."""
+    return settings.get_current_profile_name() in SHRINKING_PROFILES
+
+
 def fraction_of_profile(fraction: float, minimum: int = 3) -> settings:
     examples = max(minimum, int(settings.default.max_examples * fraction))
     phases = tuple(settings.default.phases)
-    if settings.get_current_profile_name() not in SHRINKING_PROFILES:
+    if not shrinks_whole_runs():
         phases = tuple(phase for phase in phases if phase != Phase.shrink)
     return settings(max_examples=examples, phases=phases)
