@@ -1,4 +1,4 @@
 """The references: slow, obvious and independent, so a shared mistake cannot hide in both sides.
 
-Nothing here imports ``impl`` or ``parity`` (``tests/test_oracle_independence.py`` enforces it).
+Nothing here imports ``impl`` or ``parity`` (``tests/harness/test_oracle_independence.py`` enforces it).
 """

@@ -1,9 +1,9 @@
 """The harness layered by role (docs/design.md, Layout): case types are plain values, strategies draw
-them, properties check them, runs drive targets. A lower layer never imports a higher one, so a
-property that needs a case's type does not pull in strategies, and drawing cases runs nothing.
+them, judgement compares results, runs drive targets, properties check cases. No module imports a
+later layer, so a property that needs a case's type does not pull in strategies, and drawing cases
+runs nothing.
 
-Read statically: every import statement of a module (top level or nested), followed through the
-``parity`` modules it reaches.
+Read statically: every import statement of a module, top level or nested.
 """
 
 from __future__ import annotations
@@ -14,13 +14,41 @@ from pathlib import Path
 import pytest
 
 REPOSITORY = Path(__file__).resolve().parents[2]
-#: Modules that drive a target or the oracle through a run.
-RUNS = ("parity.window_run", "parity.window_cases", "parity.trainer_run", "parity.distributed")
-#: What each layer must not reach, directly or through other parity modules.
-LAYERS = {
-    "parity.cases": ("parity.strategies", "parity.properties", "hypothesis", *RUNS),
-    "parity.strategies": ("parity.properties", *RUNS),
-}
+#: parity's layers in order (docs/design.md, Layout): a module imports parity modules only from its own
+#: layer or an earlier one. What reads the property table (suite, plugin, CLI, bench) may import anything.
+LAYERS = (
+    ("cases", ("parity.cases", "parity.dataset_config", "parity.targets", "parity.devices", "parity.threads")),
+    ("strategies", ("parity.strategies",)),
+    ("judgement", ("parity.compare", "parity.dataset_compare", "parity.crash")),
+    (
+        "runs",
+        (
+            "parity.window_run",
+            "parity.window_cases",
+            "parity.trainer_run",
+            "parity.distributed",
+            "parity.ddp_cases",
+            "parity.megatron_target",
+        ),
+    ),
+    ("properties", ("parity.property_table", "parity.properties", "parity.hunt")),
+)
+#: Case types are plain values: drawing or running them is for the layers after.
+NOT_FOR_CASES = ("hypothesis",)
+
+
+def layer_of(module: str) -> int | None:
+    """The index of ``module``'s layer; None for a module outside the layers (it is not checked)."""
+    for index, (_, prefixes) in enumerate(LAYERS):
+        if any(module == prefix or module.startswith(prefix + ".") for prefix in prefixes):
+            return index
+    return None
+
+
+def layered_modules() -> list[str]:
+    names = [".".join(path.relative_to(REPOSITORY).with_suffix("").parts).removesuffix(".__init__")
+             for path in sorted((REPOSITORY / "parity").rglob("*.py"))]
+    return [name for name in names if layer_of(name) is not None]
 
 
 def module_file(name: str) -> Path | None:
@@ -54,9 +82,28 @@ def reached(name: str) -> set[str]:
     return seen
 
 
-@pytest.mark.parametrize("layer", LAYERS)
-def test_a_lower_layer_imports_no_higher_one(layer):
-    assert not sorted(m for m in reached(layer) if m.startswith(LAYERS[layer]))
+#: Where the code does not keep its layer yet (issue 15): the trainer case type still lives in a run.
+NOT_YET = {"parity.strategies.training": "TrainerCase still comes from parity.trainer_run"}
+
+
+@pytest.mark.parametrize(
+    "module",
+    [
+        pytest.param(name, marks=pytest.mark.xfail(reason=NOT_YET[name])) if name in NOT_YET else name
+        for name in layered_modules()
+    ],
+)
+def test_a_module_imports_no_later_layer(module):
+    later = {
+        imported: LAYERS[layer_of(imported)][0]
+        for imported in direct_imports(module)
+        if layer_of(imported) is not None and layer_of(imported) > layer_of(module)
+    }
+    assert later == {}, f"{module} ({LAYERS[layer_of(module)][0]}) imports a later layer"
+
+
+def test_case_types_reach_no_strategy_or_run():
+    assert sorted(m for m in reached("parity.cases") if m.startswith(NOT_FOR_CASES) or layer_of(m) not in (None, 0)) == []
 
 
 def test_the_import_reader_follows_parity_modules():

@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-REPOSITORY = Path(__file__).resolve().parent.parent
+REPOSITORY = Path(__file__).resolve().parents[2]
 ORACLE = REPOSITORY / "oracle"
 FORBIDDEN = ("impl", "parity")
 ORACLE_FILES = sorted(ORACLE.rglob("*.py"))
