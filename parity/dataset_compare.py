@@ -115,6 +115,17 @@ def first_difference(out: torch.Tensor, ref: torch.Tensor) -> tuple[int, ...] | 
     return tuple(int(i) for i in differing[0])
 
 
+def differing_positions(out: Mapping[str, torch.Tensor], ref: Mapping[str, torch.Tensor]) -> dict[str, torch.Tensor]:
+    """Per key of the reference sample ``ref``: where ``out`` differs from it (booleans of the
+    reference's shape). A key that is missing, or of another dtype or shape, differs everywhere."""
+    positions = {}
+    for key, want in ref.items():
+        got = out.get(key)
+        comparable = isinstance(got, torch.Tensor) and got.dtype == want.dtype and got.shape == want.shape
+        positions[key] = got != want if comparable else torch.ones_like(want, dtype=torch.bool)
+    return positions
+
+
 def sample_difference(out: Mapping[str, torch.Tensor], ref: Mapping[str, torch.Tensor]) -> str | None:
     """How ``out`` differs from the reference sample ``ref`` (keys, dtype, shape, first value), or None."""
     if set(out) != set(ref):
