@@ -45,6 +45,9 @@ def report_parser(parser: argparse.ArgumentParser | None = None) -> argparse.Arg
     parser.add_argument("--examples", type=int, default=3, metavar="N",
                         help="drawn examples per property in the `properties` scenario (default: 3)")
     parser.add_argument("--json", metavar="PATH", help="also write the results as JSON")
+    parser.add_argument("--quiet", action="store_true", help="print only the verdict line and the unexpected failures")
+    parser.add_argument("--markdown", metavar="PATH", help="also write the report as GitHub Markdown (e.g. $GITHUB_STEP_SUMMARY)")
+    parser.add_argument("--html", metavar="PATH", help="also write one self-contained page with plots (needs the [report] extra)")
     parser.add_argument("--nemotron-remote-code", metavar="FOLDER", default=None,
                         help="build the oracle model from NVIDIA's remote code in this local folder (config.json and "
                              "*.py; default: $PARITY_NEMOTRON_REMOTE_CODE; never a Hub id)")
@@ -70,7 +73,9 @@ def use_remote_code(folder: str | None) -> str | None:
 
 
 def report(parser: argparse.ArgumentParser, args: argparse.Namespace) -> int:
-    from parity.report import Options, as_json, format_table, run_report
+    from parity.report import run_report
+    from parity.report_model import Options, as_json
+    from parity.report_text import format_report
 
     try:
         device = resolve_device(args.device)
@@ -83,8 +88,11 @@ def report(parser: argparse.ArgumentParser, args: argparse.Namespace) -> int:
     # Installed and optional targets are columns only when selected (parity.targets, docstring).
     builtin = [t for t in default_targets().values() if t.is_known_bug] + [get_target("impl")]
     targets = builtin + [t for t in extra if t not in builtin]
-    if args.examples < 0:
-        parser.error(f"--examples must be >= 0, got {args.examples}")
+    if args.examples < 1:
+        parser.error(f"--examples must be >= 1, got {args.examples}")
+    if args.html and (problem := html_unavailable()):
+        print(f"{parser.prog}: {problem}", file=sys.stderr)
+        return 2
     options = Options(device=device, dtype=args.dtype, seed=args.seed, ddp=args.ddp, examples=args.examples)
     problem = use_remote_code(args.nemotron_remote_code)
     if problem:  # one line, no usage text, no traceback
@@ -95,13 +103,30 @@ def report(parser: argparse.ArgumentParser, args: argparse.Namespace) -> int:
 
     make_deterministic(device)
     results = run_report(targets, options, args.only, _progress)
-    print("\n\n".join(format_table(result) for result in results))
-    as_expected = all(result.as_expected for result in results)
-    print(f"\nparity: {'every impl column holds and every known bug is caught' if as_expected else 'UNEXPECTED verdicts above'}")
+    print(format_report(results, quiet=args.quiet))
     if args.json:
         with open(args.json, "w") as handle:
             handle.write(as_json(results, options))
-    return 0 if as_expected else 1
+    if args.markdown:
+        from parity.report_markdown import format_markdown
+
+        with open(args.markdown, "w") as handle:
+            handle.write(format_markdown(results, options))
+    if args.html:
+        from parity.report_html import format_html
+
+        with open(args.html, "w") as handle:
+            handle.write(format_html(results, options))
+    return 0 if all(result.as_expected for result in results) else 1
+
+
+def html_unavailable() -> str | None:
+    """Why ``--html`` cannot be written here (one line naming the extra), checked before any scenario runs."""
+    try:
+        import matplotlib  # noqa: F401
+    except ImportError:
+        return "--html draws its plots with matplotlib: pip install 'parity-harness[report]'"
+    return None
 
 
 def targets(parser: argparse.ArgumentParser, args: argparse.Namespace) -> int:

@@ -9,95 +9,25 @@ target is expected to show (``impl`` holds, a known bug is caught).
 from __future__ import annotations
 
 import json
+import os
 import tempfile
 from collections.abc import Callable
-from dataclasses import asdict, dataclass, field, replace
+from dataclasses import dataclass, replace
 from typing import Any
 
 import torch
 
+from parity.report_model import VERDICT_ROW, Column, Options, ScenarioResult, oracle_column
 from parity.targets import Target
-from parity.text_table import text_table
-
-ORACLE = "oracle"
 
 
-@dataclass
-class Column:
-    """One target's (or the oracle's) figures for a scenario and its verdict."""
-
-    name: str
-    expect: str  # "pass", "fail", or "reference" for the oracle
-    holds: bool | None
-    figures: dict[str, Any]
-    error: str | None = None  # the scenario failed to build or run: never as expected
-    #: "the target raised ..." (docs/dataset.md, Crashes): a crash, not a verdict on the property;
-    #: as expected only when it is one of the target's ``known_crashes``.
-    crashed: str | None = None
-    known_crash: bool = False
-
-    @property
-    def as_expected(self) -> bool:
-        if self.error is not None:
-            return False
-        if self.crashed is not None:
-            return self.known_crash
-        return self.expect == "reference" or self.holds == (self.expect == "pass")
-
-    @property
-    def verdict(self) -> str:
-        if self.error is not None:
-            return "error (UNEXPECTED)"
-        if self.crashed is not None:
-            return "crashed (known upstream crash)" if self.known_crash else "crashed (UNEXPECTED)"
-        if self.expect == "reference":
-            return "reference"
-        state = "within budget" if self.holds else "outside budget"
-        meaning = {True: "ok" if self.expect == "pass" else "caught", False: "UNEXPECTED"}[self.as_expected]
-        return f"{state} ({meaning})"
-
-
-@dataclass
-class ScenarioResult:
-    name: str
-    title: str
-    budget: str
-    columns: list[Column] = field(default_factory=list)
-
-    @property
-    def as_expected(self) -> bool:
-        return all(column.as_expected for column in self.columns)
-
-
-def oracle_column(figures: dict[str, Any]) -> Column:
-    """The reference's own figures beside the targets'; it has no verdict of its own."""
-    return Column(ORACLE, "reference", None, figures)
-
-
-@dataclass(frozen=True)
-class Options:
-    device: str = "cpu"
-    dtype: str = "float32"
-    seed: int = 0
-    ddp: bool = False
-    #: Random examples per property of the table in the ``properties`` scenario (after its explicit ones).
-    examples: int = 3
-
-
-def _fmt(value: Any) -> str:
-    if isinstance(value, float):
-        return f"{value:.9g}" if abs(value) >= 1e-3 or value == 0 else f"{value:.3e}"
-    if value is None:
-        return "-"
-    return str(value)
-
-
-def format_table(result: ScenarioResult) -> str:
-    rows = list(dict.fromkeys(key for column in result.columns for key in column.figures))
-    header = ["", *(c.name for c in result.columns)]
-    body = [[row, *(_fmt(c.figures.get(row)) for c in result.columns)] for row in rows]
-    body.append(["verdict", *(c.verdict for c in result.columns)])
-    return "\n".join([f"== {result.name}: {result.title}", f"   budget: {result.budget}", text_table(header, body)])
+def _raised(check: Callable[[], object]) -> str | None:
+    """The message ``check`` fails with (what pytest prints for it), or None when it passes."""
+    try:
+        check()
+    except AssertionError as failure:
+        return str(failure)
+    return None
 
 
 # --- dataset cache -------------------------------------------------------------------------------
@@ -132,7 +62,6 @@ def dataset_scenario(targets: list[Target], options: Options, progress: Callable
         call_target,
         is_known_crash,
         last_sample_position,
-        sample_difference,
     )
     from parity.dataset_config import GPTDatasetConfig
 
@@ -159,67 +88,83 @@ def dataset_scenario(targets: list[Target], options: Options, progress: Callable
             seen_fresh = [call_target(f"serving dataset[{k}]", fresh.__getitem__, k) for k in range(len(fresh))]
             seen_resumed = [call_target(f"serving dataset[{k}]", resumed.__getitem__, k) for k in range(len(fresh))]
         except TargetCrashed as crash:
-            figures = {**version, "crash": str(crash)}
+            known = is_known_crash(crash, target.known_crashes)
             result.columns.append(
-                Column(target.name, target.expect, None, figures, crashed=str(crash),
-                       known_crash=is_known_crash(crash, target.known_crashes))
+                Column(target.name, target.expect, None, {**version, "crash": str(crash)}, crashed=str(crash),
+                       known_crash=known, failures={VERDICT_ROW: str(crash)})
             )
             continue
         hazards = aliasing_hazards(list(enumerate(seen_fresh)))
         seen_fresh = [{key: tensor.clone() for key, tensor in sample.items()} for sample in seen_fresh]
-        differing = [
-            k for k, sample in enumerate(seen_resumed)
-            if k >= len(expected) or sample_difference(sample, expected[k]) is not None
-        ]
-        wrongly_masked = sum(
-            int((s["loss_mask"] != e["loss_mask"]).sum())
-            for s, e in zip(seen_resumed, expected)
-            if s["loss_mask"].shape == e["loss_mask"].shape
-        )
-        disagreements = sum(sample_difference(r, f) is not None for r, f in zip(seen_resumed, seen_fresh, strict=True))
-        figures = {
-            **version,
-            "samples": len(fresh),
-            "samples differing from the oracle": len(differing) + abs(len(fresh) - len(expected)),
-            "loss-mask positions wrong": wrongly_masked,
-            "first differing index": differing[0] if differing else None,
-            "fresh vs resumed disagree on": disagreements,
-            "aliasing hazards": hazard_summary(hazards),
-        }
-        holds = not differing and not disagreements and len(fresh) == len(expected)
-        if target.promises_copies:
-            holds = holds and not hazards
-        result.columns.append(Column(target.name, target.expect, holds, figures))
+        result.columns.append(_dataset_column(target, version, seen_fresh, seen_resumed, expected, hazards))
     result.columns.append(
         oracle_column({"samples": len(oracle), "samples differing from the oracle": 0, "aliasing hazards": "none"})
     )
     return result
 
 
+def _dataset_column(target: Target, version: dict, seen_fresh: list, seen_resumed: list, expected: list, hazards) -> Column:
+    """The resumed run's samples against the oracle's and the fresh run's, each compared once: the
+    figures, the failure (the same messages the dataset properties raise) and where keys differ."""
+    import numpy as np
+
+    from parity.dataset_compare import differing_positions, sample_difference
+
+    against_oracle = {k: sample_difference(sample, expected[k]) for k, sample in enumerate(seen_resumed[: len(expected)])}
+    differing = [k for k, difference in against_oracle.items() if difference is not None]
+    differing += list(range(len(expected), len(seen_resumed)))
+    positions = [differing_positions(seen_resumed[k], expected[k]) for k in against_oracle]
+    differences = {key: np.stack([p[key].numpy() for p in positions]) for key in expected[0]} if positions else {}
+    against_fresh = {k: sample_difference(r, f) for k, (r, f) in enumerate(zip(seen_resumed, seen_fresh, strict=True))}
+    disagreements = [k for k, difference in against_fresh.items() if difference is not None]
+    figures = {
+        **version,
+        "samples": len(seen_fresh),
+        "samples differing from the oracle": len(differing) + max(0, len(expected) - len(seen_fresh)),
+        "loss-mask positions wrong": int(differences["loss_mask"].sum()) if "loss_mask" in differences else 0,
+        "first differing index": differing[0] if differing else None,
+        "fresh vs resumed disagree on": len(disagreements),
+        "aliasing hazards": hazard_summary(hazards),
+    }
+    problems = [f"len(dataset) = {len(seen_fresh)}, oracle {len(expected)}"] if len(seen_fresh) != len(expected) else []
+    problems += [f"dataset[{k}] of a resumed run vs the oracle: {against_oracle[k]}" for k in differing if k in against_oracle]
+    problems += [f"dataset[{k}] of a resumed run vs a run from 0: {against_fresh[k]}" for k in disagreements]
+    notes = {}
+    if target.promises_copies and hazards:
+        problems.append(f"{target.name} promises copies, but: " + "; ".join(map(str, hazards)))
+    elif hazards:
+        notes["aliasing hazards"] = [str(hazard) for hazard in hazards]
+    failures = {VERDICT_ROW: "\n".join(problems)} if problems else {}
+    return Column(target.name, target.expect, not problems, figures, failures=failures, notes=notes, differences=differences)
+
+
 # --- diffusion window ----------------------------------------------------------------------------
 
 
-def _window_figures(run) -> tuple[list, dict[str, Any]]:
-    """A target's figures, then the oracle's on that target's own draws: its float64 loss and its
-    own error in the working dtype (the worst valid evaluation order), which the budget is made of."""
-    comparisons = run.comparisons()
+def _window_figures(run, comparisons) -> dict[str, Any]:
+    """A target's figures, then the oracle's on that target's own draws, read off the comparisons:
+    its float64 loss and its own error in the working dtype (the worst valid evaluation order),
+    which the budget is made of."""
     grads = [c for c in comparisons if c.quantity == "grad"]
     params = [c for c in comparisons if c.quantity == "param"]
-    return comparisons, {
-        "loss": run.out[0].loss.item(),
+    (loss,) = [c for c in comparisons if c.quantity == "loss" and c.step == 0]
+    return {
+        "loss": loss.out_value,
         "max |grad - golden|": max(c.error for c in grads),
         "max |param - golden| after SGD": max(c.error for c in params),
         "grad budget (largest)": max(c.budget for c in grads),
         "mask counts": [int(b["masked_indices"].sum()) for b in run.noised[0]],
-        "oracle: loss (float64)": run.golden[0].loss.item(),
+        "oracle: loss (float64)": loss.golden_value,
         "oracle: max |grad - golden|": max(c.reference_error for c in grads),
         "oracle: max |param - golden|": max(c.reference_error for c in params),
     }
 
 
 def window_scenario(targets: list[Target], options: Options, progress: Callable[[str], None]) -> ScenarioResult:
-    """Micro-batch 1, accumulation 2, two equal-length answers (the seed pull request)."""
+    """Micro-batch 1, accumulation 2, two equal-length answers (the seed pull request), held to the
+    budget as ``diffusion/window-parity`` holds it."""
     from parity.cases import SEED_SCENARIO
+    from parity.compare import assert_within_budget
     from parity.window_cases import parity_run
 
     case = replace(SEED_SCENARIO, dtype=getattr(torch, options.dtype), model_seed=options.seed)
@@ -230,8 +175,13 @@ def window_scenario(targets: list[Target], options: Options, progress: Callable[
     )
     for target in targets:
         progress(f"diffusion-window: {target.name}")
-        comparisons, figures = _window_figures(parity_run(target.load("loss"), case, options.device))
-        result.columns.append(Column(target.name, target.expect, all(c.holds for c in comparisons), figures))
+        run = parity_run(target.load("loss"), case, options.device)
+        comparisons = run.comparisons()
+        failure = _raised(lambda: assert_within_budget(comparisons))
+        result.columns.append(
+            Column(target.name, target.expect, failure is None, _window_figures(run, comparisons),
+                   failures={VERDICT_ROW: failure} if failure else {}, comparisons=comparisons)
+        )
     return result
 
 
@@ -242,9 +192,11 @@ def training_scenario(targets: list[Target], options: Options, progress: Callabl
     """``Trainer.train()``: 5 examples, micro-batch 1, accumulation 2 (windows 2, 2, 1), plain SGD.
 
     Every trainer draws its own noise, so the oracle replays each target's own draws: its figures
-    sit in that target's column (docs/trainer.md), never beside another target's.
+    sit in that target's column (docs/trainer.md), never beside another target's. They are read off
+    the verdict's comparisons (each carries the golden value), never recomputed.
     """
-    from parity.trainer_run import TrainerCase, golden_run, model_contract, run_trainer, trainer_verdict
+    from parity.compare import assert_verdict
+    from parity.trainer_run import TrainerCase, model_contract, run_trainer, trainer_verdict
 
     case = TrainerCase(dtype=options.dtype, device=options.device, model_seed=options.seed)
     result = ScenarioResult(
@@ -259,28 +211,38 @@ def training_scenario(targets: list[Target], options: Options, progress: Callabl
         with tempfile.TemporaryDirectory(prefix="parity-report-") as output_dir:
             record = run_trainer(trainer_class, case, output_dir)
         verdict = trainer_verdict(case, [record])
-        comparisons = verdict.comparisons
         figures: dict[str, Any] = {
             "model contract": model_contract(trainer_class),
             "windows": [len(w) for w in record.train_draws],
             "realized masks per window": [sum(int(d.masked_indices.sum()) for d in w) for w in record.train_draws],
             "logged losses": [round(s.loss.item(), 6) for s in record.steps],
         }
-        if comparisons:
-            last = len(record.steps) - 1
-            final = [c for c in comparisons if c.step == last and c.quantity == "param"]
-            golden = golden_run(case, [record])
-            figures |= {
-                "max |param - golden| after 3 steps": max(c.error for c in final),
-                "param budget (largest, last step)": max(c.budget for c in final),
-                "max |grad - golden| (any step)": max(c.error for c in comparisons if c.quantity == "grad"),
-                "eval loss": record.eval_loss,
-                "oracle: logged losses": [round(s.loss.item(), 6) for s in golden.steps],
-                "oracle: eval loss": None if golden.eval_loss is None else golden.eval_loss.item(),
-            }
+        figures |= _training_figures(verdict.comparisons, record.eval_loss)
         figures["kinds"] = ", ".join(verdict.kinds) or "-"
-        result.columns.append(Column(target.name, target.expect, verdict.holds, figures))
+        failure = _raised(lambda: assert_verdict(verdict))
+        result.columns.append(
+            Column(target.name, target.expect, verdict.holds, figures,
+                   failures={VERDICT_ROW: failure} if failure else {}, comparisons=verdict.comparisons)
+        )
     return result
+
+
+def _training_figures(comparisons: list, eval_loss: float | None) -> dict[str, Any]:
+    """The last step's parameters, the worst gradient, and the oracle's losses (the golden values)."""
+    if not comparisons:  # a run with findings that stop the comparison (noise, crash)
+        return {}
+    last = max(c.step for c in comparisons if c.step is not None)
+    final = [c for c in comparisons if c.step == last and c.quantity == "param"]
+    losses = sorted((c for c in comparisons if c.quantity == "loss"), key=lambda c: c.step)
+    evaluated = [c.golden_value for c in comparisons if c.quantity == "eval loss"]
+    return {
+        "max |param - golden| after 3 steps": max(c.error for c in final),
+        "param budget (largest, last step)": max(c.budget for c in final),
+        "max |grad - golden| (any step)": max(c.error for c in comparisons if c.quantity == "grad"),
+        "eval loss": eval_loss,
+        "oracle: logged losses": [round(c.golden_value, 6) for c in losses],
+        "oracle: eval loss": evaluated[0] if evaluated else None,
+    }
 
 
 # --- distributed ---------------------------------------------------------------------------------
@@ -304,13 +266,20 @@ def distributed_scenario(targets: list[Target], options: Options, progress: Call
             launch("parity.ddp_cases", arguments, 2, timeout_s=600)
             with open(path) as handle:
                 cases = json.load(handle)["cases"]
-        figures = {
-            name: f"holds ({v['worst_ratio']:.3g})" if v["holds"] else f"FAILS: {', '.join(v['kinds'])} ({v['worst_ratio']:.3g})"
-            for name, v in cases.items()
-        }
-        holds = all(v["holds"] for v in cases.values())
-        result.columns.append(Column(target.name, target.expect, holds, figures))
+        result.columns.append(distributed_column(target, cases))
     return result
+
+
+def distributed_column(target: Target, cases: dict[str, dict]) -> Column:
+    """A column from ``parity.ddp_cases``'s verdicts: a cell per case, a failure per failing case
+    (its kinds, then the verdict's own description)."""
+    figures = {
+        name: f"holds ({v['worst_ratio']:.3g})" if v["holds"] else f"FAILS: {', '.join(v['kinds'])} ({v['worst_ratio']:.3g})"
+        for name, v in cases.items()
+    }
+    failures = {name: f"{', '.join(v['kinds'])}:\n{v['worst']}" for name, v in cases.items() if not v["holds"]}
+    notes = {name: v["notes"] for name, v in cases.items() if v["notes"]}
+    return Column(target.name, target.expect, not failures, figures, failures=failures, notes=notes)
 
 
 # --- every property of the table, on a small random budget ----------------------------------------
@@ -336,19 +305,19 @@ def properties_scenario(targets: list[Target], options: Options, progress: Calla
             table = [prop for prop in catching(target.name) if prop.applies_to(target)] or table
         if not table:
             continue
-        figures, failed = {}, False
+        column = Column(target.name, target.expect, True, {})
         for prop in table:
-            if failed and target.is_known_bug:
-                figures[prop.name] = "-"
+            if not column.holds and target.is_known_bug:
+                column.figures[prop.name] = "-"
                 continue
             progress(f"properties: {target.name} / {prop.name}")
-            figures[prop.name], failed_here = _property_cell(prop, target, options)
-            failed = failed or failed_here
-        result.columns.append(Column(target.name, target.expect, not failed, figures))
+            _property_cell(column, prop, target, options)
+        result.columns.append(column)
     return result
 
 
-def _property_cell(prop, target: Target, options: Options) -> tuple[str, bool]:
+def _property_cell(column: Column, prop, target: Target, options: Options) -> None:
+    """The property's row of the column: a short cell; the failure or notes in full beside it."""
     try:
         found = prop.hunt(
             target.load(prop.interface),
@@ -357,16 +326,28 @@ def _property_cell(prop, target: Target, options: Options) -> tuple[str, bool]:
             device=options.device if options.device in prop.devices else "cpu",
             target=target,
         )
-    except Exception as error:  # the target (or the harness) raised: a crash, not a counterexample
-        return f"crashed: {type(error).__name__}: {_first_line(error)}", True
+    except Exception as error:  # the harness (or a target's loading) raised: not a counterexample
+        column.figures[prop.name] = f"crashed: {type(error).__name__}: {_first_line(error)}"
+        column.failures[prop.name] = f"{type(error).__name__}: {error}"
+        column.holds = False
+        return
     if found.found:
-        return f"FAILS at example {found.examples_to_failure}: {_first_line(found.message)}", True
-    if found.notes:
-        return f"holds; note: {'; '.join(_first_line(note) for note in found.notes[:2])}", False
-    return "holds", False
+        column.figures[prop.name] = f"FAILS at example {found.examples_to_failure}: {_first_line(found.message)}"
+        column.failures[prop.name] = f"{found.message}\nFalsifying example: {found.counterexample}"
+        column.holds = False
+    elif found.crash:  # the target raised (docs/dataset.md, Crashes): a failure unless it is a known one
+        known = any(entry in found.crash_signature.replace(os.sep, "/") for entry in target.known_crashes)
+        column.figures[prop.name] = f"crashed{' (known)' if known else ''}: {_first_line(found.crash)}"
+        if not known:
+            column.failures[prop.name] = f"{found.crash}\nFalsifying example: {found.crash_counterexample}"
+            column.holds = False
+    else:
+        column.figures[prop.name] = f"holds; note: {_first_line(found.notes[0])}" if found.notes else "holds"
+        if found.notes:
+            column.notes[prop.name] = list(found.notes)
 
 
-def _first_line(message, width: int = 64) -> str:
+def _first_line(message, width: int = 40) -> str:
     """The message's first line (with the next one when it only announces it), cut to ``width``."""
     lines = [line.strip() for line in str(message).strip().splitlines() if line.strip()] or [""]
     text = " ".join(lines[:2]) if lines[0].endswith(":") and len(lines) > 1 else lines[0]
@@ -406,25 +387,13 @@ def run_report(
         columns = [t for t in targets if scenario.interface == "any" or t.provides(scenario.interface)]
         try:
             result = scenario.run(columns, options, progress) if columns else None
-        except Exception as error:  # failed to build or run: a failed cell with the error's first line
-            message = f"{type(error).__name__}: {_first_line(error)}"
+        except Exception as error:  # failed to build or run: a failed cell, the error in full beneath
+            message = f"{type(error).__name__}: {_first_line(error, 64)}"
             result = ScenarioResult(scenario.name, "failed to build or run", "-")
-            result.columns.append(Column("error", "pass", None, {"error": message}, error=message))
+            result.columns.append(
+                Column("error", "pass", None, {"error": message}, error=message,
+                       failures={VERDICT_ROW: f"{type(error).__name__}: {error}"})
+            )
         if result is not None and result.columns:
             results.append(result)
     return results
-
-
-def as_json(results: list[ScenarioResult], options: Options) -> str:
-    return json.dumps(
-        {
-            "options": asdict(options),
-            "as_expected": all(r.as_expected for r in results),
-            "scenarios": [
-                {**asdict(r), "as_expected": r.as_expected, "verdicts": {c.name: c.verdict for c in r.columns}}
-                for r in results
-            ],
-        },
-        indent=2,
-        default=str,
-    )

@@ -1,8 +1,7 @@
-"""``python -m parity`` reads like its manual: the verdict, the JSON, and one-line usage errors."""
+"""``python -m parity`` reads like its manual: the verdict, the JSON, Markdown and HTML, one-line usage errors."""
 
 from __future__ import annotations
 
-import json
 import subprocess
 import sys
 
@@ -26,6 +25,7 @@ def usage_error(capsys, argv) -> str:
         (["--dtype", "float16"], "invalid choice: 'float16' (choose from 'float32', 'float64')"),
         (["--device", "tpu"], "invalid choice: 'tpu' (choose from 'cpu', 'cuda', 'auto')"),
         (["--target", "nope"], "unknown target 'nope'; known targets: impl, known-bug:cache-accumulate"),
+        (["--examples", "0"], "--examples must be >= 1, got 0"),
     ],
 )
 def test_usage_errors_name_the_valid_values(capsys, argv, message):
@@ -68,7 +68,7 @@ def test_subcommand_usage_errors_name_the_problem(capsys, argv, message):
 
 
 def test_report_is_the_default_command(capsys):
-    assert main(["report", "--only", "diffusion-window"]) == main(["--only", "diffusion-window"]) == 0
+    assert main(["report", "--only", "dataset-cache"]) == main(["--only", "dataset-cache"]) == 0
 
 
 def test_targets_lists_every_registered_target(capsys):
@@ -78,26 +78,26 @@ def test_targets_lists_every_registered_target(capsys):
         assert name in listed
 
 
-def test_the_window_scenario_holds_for_impl_and_catches_the_bug(capsys, tmp_path):
-    path = tmp_path / "report.json"
-    assert main(["--only", "diffusion-window", "--json", str(path)]) == 0
-    printed = capsys.readouterr()
-    assert "within budget (ok)" in printed.out and "outside budget (caught)" in printed.out
-    assert "[parity] diffusion-window: impl" in printed.err
-    report = json.loads(path.read_text())
-    (scenario,) = report["scenarios"]
-    assert report["as_expected"] and scenario["verdicts"] == {
-        "known-bug:local-mean": "outside budget (caught)",
-        "impl": "within budget (ok)",
-    }
-    impl = next(c for c in scenario["columns"] if c["name"] == "impl")
-    assert impl["figures"]["mask counts"] == [7, 10]
-    # the oracle's rows are on impl's own draws: impl sits at the oracle's own float32 error
-    assert impl["figures"]["max |grad - golden|"] <= impl["figures"]["grad budget (largest)"]
-    assert impl["figures"]["oracle: max |grad - golden|"] > 0
-
-
 def test_the_dataset_scenario_shows_the_leak(capsys):
     assert main(["--only", "dataset-cache"]) == 0
     out = capsys.readouterr().out
     assert "samples differing from the oracle" in out and out.count("outside budget (caught)") == 2
+
+
+def test_quiet_markdown_and_html_in_one_run(capsys, tmp_path):
+    pytest.importorskip("matplotlib")
+    markdown, page = tmp_path / "r.md", tmp_path / "r.html"
+    assert main(["--only", "dataset-cache", "--quiet", "--markdown", str(markdown), "--html", str(page)]) == 0
+    assert capsys.readouterr().out == "parity: every impl column holds and every known bug is caught\n"
+    assert markdown.read_text().startswith("## ✅ parity: every impl column holds and every known bug is caught\n")
+    assert page.read_text().count('<img src="data:image/png;base64,') == 3  # a plot per dataset target
+
+
+def test_html_without_matplotlib_is_one_line_naming_the_extra(capsys, tmp_path, monkeypatch):
+    monkeypatch.setitem(sys.modules, "matplotlib", None)  # as if it were not installed: import fails
+    assert main(["--only", "dataset-cache", "--html", str(tmp_path / "r.html")]) == 2
+    printed = capsys.readouterr()
+    assert printed.err.splitlines() == [
+        "python -m parity report: --html draws its plots with matplotlib: pip install 'parity-harness[report]'"
+    ]
+    assert printed.out == "" and not (tmp_path / "r.html").exists()
