@@ -161,10 +161,10 @@ def _window_figures(run, comparisons) -> dict[str, Any]:
 
 
 def window_scenario(targets: list[Target], options: Options, progress: Callable[[str], None]) -> ScenarioResult:
-    """Micro-batch 1, accumulation 2, two equal-length answers (the seed pull request), held to the
-    budget as ``diffusion/window-parity`` holds it."""
+    """Micro-batch 1, accumulation 2, two equal-length answers (the seed pull request), judged as
+    ``diffusion/window-parity`` judges it."""
     from parity.cases import SEED_SCENARIO
-    from parity.compare import assert_within_budget
+    from parity.compare import judge
     from parity.window_cases import parity_run
 
     case = replace(SEED_SCENARIO, dtype=getattr(torch, options.dtype), model_seed=options.seed)
@@ -176,12 +176,8 @@ def window_scenario(targets: list[Target], options: Options, progress: Callable[
     for target in targets:
         progress(f"diffusion-window: {target.name}")
         run = parity_run(target.load("loss"), case, options.device)
-        comparisons = run.comparisons()
-        failure = _raised(lambda: assert_within_budget(comparisons))
-        result.columns.append(
-            Column(target.name, target.expect, failure is None, _window_figures(run, comparisons),
-                   failures={VERDICT_ROW: failure} if failure else {}, comparisons=comparisons)
-        )
+        verdict = judge(run.comparisons())
+        result.columns.append(_verdict_column(target, verdict, _window_figures(run, verdict.comparisons)))
     return result
 
 
@@ -195,7 +191,6 @@ def training_scenario(targets: list[Target], options: Options, progress: Callabl
     sit in that target's column (docs/trainer.md), never beside another target's. They are read off
     the verdict's comparisons (each carries the golden value), never recomputed.
     """
-    from parity.compare import assert_verdict
     from parity.trainer_run import TrainerCase, model_contract, run_trainer, trainer_verdict
 
     case = TrainerCase(dtype=options.dtype, device=options.device, model_seed=options.seed)
@@ -219,12 +214,19 @@ def training_scenario(targets: list[Target], options: Options, progress: Callabl
         }
         figures |= _training_figures(verdict.comparisons, record.eval_loss)
         figures["kinds"] = ", ".join(verdict.kinds) or "-"
-        failure = _raised(lambda: assert_verdict(verdict))
-        result.columns.append(
-            Column(target.name, target.expect, verdict.holds, figures,
-                   failures={VERDICT_ROW: failure} if failure else {}, comparisons=verdict.comparisons)
-        )
+        result.columns.append(_verdict_column(target, verdict, figures))
     return result
+
+
+def _verdict_column(target: Target, verdict, figures: dict[str, Any]) -> Column:
+    """A column judged by a ``Verdict``: the failure as ``assert_verdict`` raises it (what pytest
+    prints for the property), the precision notes of a passing one, the comparisons for the plots."""
+    from parity.compare import assert_verdict
+
+    failure = _raised(lambda: assert_verdict(verdict))
+    notes = [comparison.describe() for comparison in verdict.notes]
+    return Column(target.name, target.expect, verdict.holds, figures, failures={VERDICT_ROW: failure} if failure else {},
+                  notes={VERDICT_ROW: notes} if notes else {}, comparisons=verdict.comparisons)
 
 
 def _training_figures(comparisons: list, eval_loss: float | None) -> dict[str, Any]:

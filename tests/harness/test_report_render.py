@@ -231,7 +231,7 @@ def test_the_window_scenario_holds_for_impl_and_catches_the_bug_in_the_json(resu
     }
     bug, impl = scenario["columns"]
     assert impl["figures"]["mask counts"] == [7, 10] and impl["failures"] == {}
-    assert bug["failures"]["verdict"].startswith("[normalisation] step 0 grad ")
+    assert bug["failures"]["verdict"].startswith("normalisation:\n[normalisation] step 0 grad ")
     # the oracle's rows are on impl's own draws: impl sits at the oracle's own float32 error
     assert impl["figures"]["max |grad - golden|"] <= impl["figures"]["grad budget (largest)"]
     assert impl["figures"]["oracle: max |grad - golden|"] > 0
