@@ -25,6 +25,13 @@ denominator). Runs add findings that are not tensor comparisons: ``noise`` (the 
 ``p`` are not the published noising) and ``crash`` (the target raised). ``judge`` turns both into
 one :class:`Verdict`; see docs/budget.md for the margins behind the numbers.
 
+The floor is a rounding of the *working precision* (``precision``), or of the target's own dtype
+when that is coarser: under ``TrainingArguments(bf16=True)`` the master weights and gradients are
+float32 tensors, but the arithmetic that made them is bfloat16. In a bfloat16 run, where the margins
+between rounding and a wrong count are narrow, a case whose wrong-count effect (predicted by the
+float64 oracle) stays near the budget cannot tell a bug from rounding: its verdict says it is *not
+informative* at that precision (:func:`informativeness`) instead of passing blindly.
+
 A tolerance derived this way follows the dtype, the device and the size of the problem; a magic
 number would not.
 """
@@ -43,6 +50,11 @@ FLOOR_ULPS = 4.0
 #: Relative error (to the tensor group's magnitude) above which a difference is a wrong quantity,
 #: not rounding: float32 rounding of these tiny models stays below 1e-5 relative (docs/budget.md).
 NORMALISATION_RELATIVE = 1e-4
+#: ... and, in a coarser precision, this many units of its rounding (bfloat16: 8 eps = 6 %, twice the floor).
+NORMALISATION_ULPS = 8.0
+#: A bfloat16 case is informative when the float64 oracle predicts the wrong count moves some tensor
+#: by at least this many budgets: correct code uses at most about half of one (docs/budget.md, bfloat16).
+INFORMATIVE_MARGIN = 2.0
 
 #: Every kind a verdict may name.
 KINDS = ("normalisation", "precision", "noise", "crash", "mismatch")
@@ -70,6 +82,8 @@ class Comparison:
     #: run in that dtype); what tells lower-precision arithmetic from a wrong quantity.
     lower_dtype: str | None = None
     lower_budget: float | None = None
+    #: The precision whose rounding the floor allows (the working dtype, or the target's own if coarser).
+    precision: str | None = None
 
     @property
     def holds(self) -> bool:
@@ -89,7 +103,7 @@ class Comparison:
             return "mismatch"
         if self.lower_budget is not None and self.error <= self.lower_budget:
             return "precision"
-        if self.relative_error >= NORMALISATION_RELATIVE:
+        if self.relative_error >= normalisation_relative(self.precision):
             return "normalisation"
         return "mismatch"
 
@@ -116,6 +130,19 @@ class Comparison:
         )
 
 
+def normalisation_relative(precision: str | None) -> float:
+    """The relative error from which a difference is a wrong quantity, not rounding, in ``precision``."""
+    eps = torch.finfo(getattr(torch, precision)).eps if precision else 0.0
+    return max(NORMALISATION_RELATIVE, NORMALISATION_ULPS * eps)
+
+
+def floor_dtype(out: torch.dtype, precision: torch.dtype | None) -> torch.dtype:
+    """The coarser of the target's dtype and the working precision: the rounding the floor allows."""
+    if precision is None or torch.finfo(out).eps >= torch.finfo(precision).eps:
+        return out
+    return precision
+
+
 def _error(tensor: torch.Tensor, golden64: torch.Tensor) -> torch.Tensor:
     return (tensor.detach().to("cpu", torch.float64) - golden64).abs()
 
@@ -128,9 +155,13 @@ def compare_tensor(
     scale: float = 0.0,
     *,
     lower_refs: Sequence[torch.Tensor] = (),
+    precision: torch.dtype | None = None,
     **identity,
 ) -> Comparison:
     """``scale``: the magnitude of the tensor's group, for the floor (the tensor's own when larger).
+
+    ``precision``: the working dtype, when the target's tensors are finer than its arithmetic
+    (autocast over float32 weights); the floor is a rounding of the coarser of the two.
 
     ``lower_refs``: the oracle in a lower dtype (float32 beside a float64 run), for the budget that
     names a precision finding. ``identity``: ``step``, ``quantity``, ``tensor``, ``rank``.
@@ -146,7 +177,8 @@ def compare_tensor(
     if not torch.isfinite(out_error).all():
         out_error = torch.where(torch.isfinite(out_error), out_error, torch.inf)
     magnitude = max(scale, golden64.abs().max().item() if golden64.numel() else 0.0)
-    floor = FLOOR_ULPS * torch.finfo(out.dtype).eps * magnitude
+    rounding = floor_dtype(out.dtype, precision)
+    floor = FLOOR_ULPS * torch.finfo(rounding).eps * magnitude
     ref_max = ref_error.max().item() if ref_error.numel() else 0.0
     lower_dtype = lower_budget = None
     if lower_refs:
@@ -154,7 +186,13 @@ def compare_tensor(
         lower_max = max((_error(r, golden64).max().item() if r.numel() else 0.0) for r in lower_refs)
         lower_dtype = str(lower).removeprefix("torch.")
         lower_budget = REFERENCE_FACTOR * lower_max + FLOOR_ULPS * torch.finfo(lower).eps * magnitude
-    extra = dict(magnitude=magnitude, lower_dtype=lower_dtype, lower_budget=lower_budget, **identity)
+    extra = dict(
+        magnitude=magnitude,
+        lower_dtype=lower_dtype,
+        lower_budget=lower_budget,
+        precision=str(rounding).removeprefix("torch."),
+        **identity,
+    )
     if out_error.numel() == 0:
         return Comparison(name, 0.0, ref_max, floor, (), 0.0, 0.0, **extra)
     flat = int(out_error.argmax())
@@ -178,6 +216,7 @@ def compare_states(
     *,
     lower_refs: Sequence[Mapping[str, torch.Tensor | None]] = (),
     names: Mapping[str, str] | None = None,
+    precision: torch.dtype | None = None,
     **identity,
 ) -> list[Comparison]:
     """Compare one group of same-keyed tensors; a key missing (or None) in one result only is a failure.
@@ -203,6 +242,7 @@ def compare_states(
                     golden[key],
                     scale,
                     lower_refs=[ref[key] for ref in lower_refs],
+                    precision=precision,
                     **{"tensor": key, **identity},
                 )
             )
@@ -235,6 +275,8 @@ class Verdict:
     comparisons: list[Comparison]
     findings: list[Finding] = field(default_factory=list)
     strict_precision: bool = False
+    #: Why a passing verdict means nothing at this precision (see :func:`informativeness`), or None.
+    uninformative: str | None = None
 
     @property
     def failures(self) -> list[Comparison]:
@@ -269,7 +311,9 @@ class Verdict:
 
     def summary(self) -> str:
         """One line: ``holds``, or the failing kinds; precision notes appended."""
-        if self.holds:
+        if self.holds and self.uninformative:
+            text = f"holds, not informative (worst error/budget {self.worst_ratio:.3g})"
+        elif self.holds:
             text = f"holds (worst error/budget {self.worst_ratio:.3g})"
         else:
             text = "FAILS: " + ", ".join(self.failure_kinds)
@@ -283,9 +327,11 @@ class Verdict:
         lines += [c.describe() for c in failures[:shown]]
         if len(failures) > shown:
             lines.append(f"... and {len(failures) - shown} more tensors outside their budget")
+        if self.holds and self.uninformative:
+            lines.append(f"note: {self.uninformative}")
         if self.notes:
             lines.append(
-                f"note: {len(self.notes)} tensors exceed the float64 budget but fit the {self.notes[0].lower_dtype} "
+                f"note: {len(self.notes)} tensors exceed the {self.notes[0].precision} budget but fit the {self.notes[0].lower_dtype} "
                 f"budget: a precision finding (fails only with strict precision), e.g. {self.notes[0].describe()}"
             )
         return "\n".join(lines)
@@ -300,11 +346,41 @@ def strict_precision_requested() -> bool:
 
 
 def judge(
-    comparisons: Iterable[Comparison], findings: Iterable[Finding] = (), *, strict_precision: bool | None = None
+    comparisons: Iterable[Comparison],
+    findings: Iterable[Finding] = (),
+    *,
+    strict_precision: bool | None = None,
+    uninformative: str | None = None,
 ) -> Verdict:
     """``strict_precision`` None: as ``$PARITY_STRICT_PRECISION`` says (default: precision is a note)."""
     strict = strict_precision_requested() if strict_precision is None else strict_precision
-    return Verdict(list(comparisons), list(findings), strict)
+    return Verdict(list(comparisons), list(findings), strict, uninformative)
+
+
+def judges_informativeness(precision: torch.dtype) -> bool:
+    """Whether runs in ``precision`` are checked for informativeness: bfloat16 and coarser, where the
+    margin between rounding and a wrong count is narrow (in float32 it is over five orders of magnitude)."""
+    return torch.finfo(precision).eps >= torch.finfo(torch.bfloat16).eps
+
+
+def informativeness(predicted: Iterable[Comparison], precision: str) -> str | None:
+    """None when the case can show a wrong count at ``precision``; otherwise why it cannot.
+
+    ``predicted``: the float64 oracle under the local-mean normalisation, held to the run's budgets
+    as if it were the target (the bug's predicted effect, free of any rounding of the working
+    dtype). Unless some tensor moves by ``INFORMATIVE_MARGIN`` budgets, a wrong count would hide in
+    rounding, so a pass says nothing about it (docs/budget.md, bfloat16).
+    """
+    worst = max((c for c in predicted), key=lambda c: c.ratio, default=None)
+    ratio = 0.0 if worst is None else worst.ratio
+    if ratio >= INFORMATIVE_MARGIN:
+        return None
+    where = "" if worst is None else f", at {worst.name}"
+    return (
+        f"not informative at {precision}: the float64 oracle predicts a per-microbatch (local-mean) "
+        f"normalisation would move no tensor beyond {INFORMATIVE_MARGIN:g}x its budget (at most {ratio:.2g}x{where}), "
+        "so this case cannot tell a wrong count from rounding"
+    )
 
 
 class ParityFailure(AssertionError):

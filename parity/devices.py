@@ -10,7 +10,11 @@ import os
 
 DEVICES = ("cpu", "cuda")
 #: The working dtypes a run may be asked for, by name (the golden is always float64 on the CPU).
-DTYPES = ("float32", "float64")
+#: bfloat16 is what production trains in (docs/budget.md, bfloat16).
+DTYPES = ("float32", "float64", "bfloat16")
+#: The next lower working dtype: its budget tells lower-precision arithmetic inside a run (a
+#: ``precision`` finding) from a wrong quantity. bfloat16 has none: higher precision inside it is fine.
+LOWER_DTYPE = {"float64": "float32", "float32": "bfloat16"}
 
 
 def torch_dtype(name: str):
