@@ -16,7 +16,7 @@ import torch
 from torch import nn
 
 from oracle.window_reference import Draw, StepResult, apply_sgd, sgd_step
-from parity.compare import Comparison, compare_states, compare_tensor
+from parity.compare import Comparison, compare_states, compare_tensor, informativeness, judges_informativeness
 
 Batch = Mapping[str, torch.Tensor]
 
@@ -91,16 +91,22 @@ def reference_steps(model: nn.Module, draws: Sequence[Sequence[Draw]], lr: float
 
 
 def compare_steps(
-    out: Sequence[StepResult], refs: Sequence[Sequence[StepResult]], golden: Sequence[StepResult]
+    out: Sequence[StepResult],
+    refs: Sequence[Sequence[StepResult]],
+    golden: Sequence[StepResult],
+    precision: torch.dtype | None = None,
 ) -> list[Comparison]:
-    """Loss, every gradient and every parameter after every step, each held to its own budget."""
+    """Loss, every gradient and every parameter after every step, each held to its own budget
+    (its floor a rounding of ``precision`` when given, see ``parity.compare.compare_tensor``)."""
     if any(len(steps) != len(golden) for steps in (out, *refs)):
         raise AssertionError(f"step counts differ: out {len(out)}, golden {len(golden)}")
     comparisons = []
     for step, g in enumerate(golden):
         o, rs = out[step], [ref[step] for ref in refs]
         comparisons.append(
-            compare_tensor(f"step {step} loss", o.loss, [r.loss for r in rs], g.loss, step=step, quantity="loss")
+            compare_tensor(
+                f"step {step} loss", o.loss, [r.loss for r in rs], g.loss, precision=precision, step=step, quantity="loss"
+            )
         )
         for kind, quantity in (("grads", "grad"), ("params", "param")):
             state = getattr(g, kind)
@@ -110,6 +116,7 @@ def compare_steps(
                     [getattr(r, kind) for r in rs],
                     state,
                     names={name: f"step {step} {quantity} {name}" for name in state},
+                    precision=precision,
                     step=step,
                     quantity=quantity,
                 )
@@ -127,8 +134,41 @@ class ParityRun:
     noised: list[list[dict[str, torch.Tensor | None]]]
     draws: list[list[Draw]]
 
+    #: The float64 oracle under the local-mean normalisation (bfloat16 runs only; see ``uninformative``).
+    local_mean: list[StepResult] | None = None
+
+    @property
+    def precision(self) -> torch.dtype:
+        """The working dtype: the oracle's parameters in it (a loss may be upcast, the weights are not)."""
+        return next(iter(self.refs[0][0].params.values())).dtype
+
     def comparisons(self) -> list[Comparison]:
-        return compare_steps(self.out, self.refs, self.golden)
+        return compare_steps(self.out, self.refs, self.golden, self.precision)
+
+    def uninformative(self) -> str | None:
+        """Why this case cannot tell a wrong count from rounding at its precision, or None."""
+        if self.local_mean is None:
+            return None
+        predicted = compare_steps(self.local_mean, self.refs, self.golden, self.precision)
+        return informativeness(predicted, str(self.precision).removeprefix("torch."))
+
+
+def local_mean_steps(
+    model: nn.Module, windows: Sequence[Sequence[Sequence[Draw]]], golden: Sequence[StepResult], lr: float
+) -> list[StepResult]:
+    """What the local-mean bug would compute, by the oracle (in ``model``'s dtype): window k of all
+    ranks (``windows[k][rank]``), every microbatch divided by its own count and the quotients
+    averaged, each step from the golden parameters before it. Its distance from the golden is the
+    bug's predicted effect, which ``parity.compare.informativeness`` holds to the run's budgets."""
+    steps = []
+    for k, ranks in enumerate(windows):
+        if k > 0:
+            with torch.no_grad():
+                for name, p in model.named_parameters():
+                    p.copy_(golden[k - 1].params[name])
+        microbatches = [[draw] for rank in ranks for draw in rank]
+        steps.append(sgd_step(model, microbatches, model.config.eos_token_id, lr, rank_local=True))
+    return steps
 
 
 def regroup_rows(windows: Sequence[Sequence[Mapping[str, torch.Tensor | None]]], rows: int) -> list[list[dict]]:
@@ -182,4 +222,7 @@ def run_parity(
         orders.append(_regroup_draws(draws, regroup))
     refs = [reference_steps(build_model().to(device), order, lr) for order in orders]
     golden = reference_steps(build_model().to("cpu", torch.float64), draws, lr)
-    return ParityRun(out, refs, golden, noised, draws)
+    local_mean = None
+    if judges_informativeness(next(model.parameters()).dtype):
+        local_mean = local_mean_steps(build_model().to("cpu", torch.float64), [[w] for w in draws], golden, lr)
+    return ParityRun(out, refs, golden, noised, draws, local_mean)
