@@ -33,9 +33,20 @@ from transformers import PrinterCallback, TrainerCallback, TrainingArguments
 
 from oracle.nemotron_diffusion import IGNORE_INDEX, TINY_CONFIG, eos_padding_rule
 from oracle.window_reference import Draw, StepResult, single_batch_loss, sgd_step
-from parity.compare import Comparison, Finding, Verdict, assert_verdict, compare_states, compare_tensor, judge
-from parity.devices import DEVICES, backend, torch_dtype
+from parity.compare import (
+    Comparison,
+    Finding,
+    Verdict,
+    assert_verdict,
+    compare_states,
+    compare_tensor,
+    informativeness,
+    judge,
+    judges_informativeness,
+)
+from parity.devices import DEVICES, LOWER_DTYPE, backend, torch_dtype
 from parity.window_cases import tiny_model
+from parity.window_run import compare_steps, local_mean_steps
 
 PAD_ID = 0
 PUBLISHED_EPS = 1e-3
@@ -568,7 +579,27 @@ def _named(result: StepResult, step: int, kind: str) -> tuple[dict, dict]:
     return tensors, {name: f"step {step} {kind[:-1]} {name}" for name in tensors}
 
 
-def trainer_comparisons(case: TrainerCase, records: Sequence[TrainerRecord]) -> list[Comparison]:
+@dataclass
+class References:
+    """The golden, the valid evaluations in the working dtype, and the oracle one dtype lower."""
+
+    golden: OracleRun
+    refs: list[OracleRun]
+    lower: list[OracleRun]
+
+
+def references(case: TrainerCase, records: Sequence[TrainerRecord]) -> References:
+    dtype = torch_dtype(case.dtype)
+    refs = [oracle_run(case, records, dtype, case.device, reverse) for reverse in (False, True)]
+    if records[0].steps:
+        refs.append(oracle_run(case, records, dtype, case.device, start_params=[s.params for s in records[0].steps]))
+    lower = [oracle_run(case, records, torch_dtype(LOWER_DTYPE[case.dtype]), case.device)] if case.dtype in LOWER_DTYPE else []
+    return References(golden_run(case, records), refs, lower)
+
+
+def trainer_comparisons(
+    case: TrainerCase, records: Sequence[TrainerRecord], oracle: References | None = None
+) -> list[Comparison]:
     """Every rank's steps, evaluation loss and per-batch losses against the oracle's, each within its budget.
 
     References (docs/budget.md): the oracle in the working dtype in order, with each window
@@ -577,12 +608,9 @@ def trainer_comparisons(case: TrainerCase, records: Sequence[TrainerRecord]) -> 
     logged losses pass through the Trainer's float32 accumulator, so they are held to the float32
     budget whatever the working dtype.
     """
-    dtype = torch_dtype(case.dtype)
-    golden = golden_run(case, records)
-    refs = [oracle_run(case, records, dtype, case.device, reverse) for reverse in (False, True)]
-    if records[0].steps:
-        refs.append(oracle_run(case, records, dtype, case.device, start_params=[s.params for s in records[0].steps]))
-    lower = [oracle_run(case, records, torch.float32, case.device)] if dtype == torch.float64 else []
+    oracle = oracle or references(case, records)
+    golden, refs, lower = oracle.golden, oracle.refs, oracle.lower
+    precise = dict(precision=torch_dtype(case.dtype))
     comparisons = []
     for rank, record in enumerate(records):
         on_rank = dict(rank=rank if len(records) > 1 else None)
@@ -594,7 +622,7 @@ def trainer_comparisons(case: TrainerCase, records: Sequence[TrainerRecord]) -> 
             comparisons.append(
                 compare_tensor(
                     f"{prefix}step {step} loss", o.loss, [r.steps[step].loss for r in refs], g.loss,
-                    step=step, quantity="loss", **on_rank,
+                    step=step, quantity="loss", **precise, **on_rank,
                 )
             )
             for kind in ("grads", "params"):
@@ -608,13 +636,16 @@ def trainer_comparisons(case: TrainerCase, records: Sequence[TrainerRecord]) -> 
                         names={key: prefix + name for key, name in names.items()},
                         step=step,
                         quantity=kind[:-1],
+                        **precise,
                         **on_rank,
                     )
                 )
         if record.eval_loss is not None and golden.eval_loss is not None:
             out = torch.tensor(record.eval_loss, dtype=torch.float32)
             eval_refs = [r.eval_loss.to("cpu", torch.float32) for r in refs]
-            comparisons.append(compare_tensor(f"{prefix}eval loss", out, eval_refs, golden.eval_loss, quantity="eval loss", **on_rank))
+            comparisons.append(
+                compare_tensor(f"{prefix}eval loss", out, eval_refs, golden.eval_loss, quantity="eval loss", **precise, **on_rank)
+            )
         if len(record.batch_losses) != len(golden.batch_losses[rank]):
             raise AssertionError(f"{len(record.batch_losses)} prediction_step losses for {len(golden.batch_losses[rank])} batches")
         for b, loss in enumerate(record.batch_losses):
@@ -626,6 +657,7 @@ def trainer_comparisons(case: TrainerCase, records: Sequence[TrainerRecord]) -> 
                     golden.batch_losses[rank][b],
                     lower_refs=[r.batch_losses[rank][b] for r in lower],
                     quantity="batch loss",
+                    **precise,
                     **on_rank,
                 )
             )
@@ -640,7 +672,25 @@ def trainer_verdict(case: TrainerCase, records: Sequence[TrainerRecord], *, stri
         if not findings:
             findings.append(Finding("crash", "the trainer logged no optimizer step"))
         return judge([], findings, strict_precision=strict_precision)
-    return judge(trainer_comparisons(case, records), findings, strict_precision=strict_precision)
+    oracle = references(case, records)
+    return judge(
+        trainer_comparisons(case, records, oracle),
+        findings,
+        strict_precision=strict_precision,
+        uninformative=uninformative(case, records, oracle),
+    )
+
+
+def uninformative(case: TrainerCase, records: Sequence[TrainerRecord], oracle: References) -> str | None:
+    """In a bfloat16 run: why the case cannot tell the local-mean bug from rounding, or None
+    (``parity.compare.informativeness``; the prediction is the float64 oracle's, on the replayed draws)."""
+    dtype = torch_dtype(case.dtype)
+    if not judges_informativeness(dtype):
+        return None
+    golden = oracle.golden.steps
+    windows = [[record.train_draws[k] for record in records] for k in range(len(golden))]
+    predicted = local_mean_steps(tiny_model(case.model_seed, torch.float64), windows, golden, case.lr)
+    return informativeness(compare_steps(predicted, [r.steps for r in oracle.refs], golden, dtype), case.dtype)
 
 
 def check_training_run(trainer_class, case: TrainerCase, device: str = "cpu") -> list[str]:
