@@ -22,7 +22,7 @@ def usage_error(capsys, argv) -> str:
     ("argv", "message"),
     [
         (["--only", "nope"], "invalid choice: 'nope' (choose from"),
-        (["--dtype", "float16"], "invalid choice: 'float16' (choose from 'float32', 'float64')"),
+        (["--dtype", "float16"], "invalid choice: 'float16' (choose from 'float32', 'float64', 'bfloat16')"),
         (["--device", "tpu"], "invalid choice: 'tpu' (choose from 'cpu', 'cuda', 'auto')"),
         (["--target", "nope"], "unknown target 'nope'; known targets: impl, known-bug:cache-accumulate"),
         (["--examples", "0"], "--examples must be >= 1, got 0"),
