@@ -22,8 +22,10 @@ more than any rounding, the way a wrong denominator is), ``precision`` (a float6
 fits the float32 budget: lower-precision arithmetic inside the target; a note on a passing verdict
 unless precision is strict), ``mismatch`` (beyond the budget but too small to be a wrong
 denominator). Runs add findings that are not tensor comparisons: ``noise`` (the realized masks or
-``p`` are not the published noising) and ``crash`` (the target raised). ``judge`` turns both into
-one :class:`Verdict`; see docs/budget.md for the margins behind the numbers.
+``p`` are not the published noising) and ``crash`` (the target raised); a property's plain
+``AssertionError`` is a finding of the kind its record names (``mismatch``, ``noise``, ``hazard``).
+``judge`` turns them all into one :class:`Verdict`, and a failing one raises one
+:class:`ParityFailure`; see docs/budget.md for the margins behind the numbers.
 
 The floor is a rounding of the *working precision* (``precision``), or of the target's own dtype
 when that is coarser: under ``TrainingArguments(bf16=True)`` the master weights and gradients are
@@ -56,8 +58,8 @@ NORMALISATION_ULPS = 8.0
 #: by at least this many budgets: correct code uses at most about half of one (docs/budget.md, bfloat16).
 INFORMATIVE_MARGIN = 2.0
 
-#: Every kind a verdict may name.
-KINDS = ("normalisation", "precision", "noise", "crash", "mismatch")
+#: Every kind a verdict may name (docs/design.md, Verdict kinds).
+KINDS = ("normalisation", "precision", "noise", "crash", "mismatch", "hazard")
 
 
 @dataclass(frozen=True)
@@ -254,7 +256,7 @@ def compare_states(
 
 @dataclass(frozen=True)
 class Finding:
-    """A difference that is not a tensor held to a budget: ``noise`` or ``crash``."""
+    """A difference that is not a tensor held to a budget: ``noise``, ``crash``, a bitwise ``mismatch``, a ``hazard``."""
 
     kind: str
     message: str

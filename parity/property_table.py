@@ -51,6 +51,8 @@ class Property:
     slow: bool = False
     #: A ``Target`` attribute that must be true for the property to apply (e.g. ``promises_copies``).
     only_if: str | None = None
+    #: The kind of difference a plain ``AssertionError`` of the check is (docs/design.md, Verdict kinds).
+    kind: str = "mismatch"
 
     @property
     def whole_run(self) -> bool:
@@ -76,12 +78,20 @@ class Property:
     def run(
         self, subject: Any, arguments: Mapping[str, Any], device: str = "cpu", target: Target | None = None
     ) -> list[str]:
-        """One example: ``check(subject, **arguments)``; ``AssertionError`` on a counterexample.
-        Returns the check's notes (none when it returns nothing)."""
+        """One example: ``check(subject, **arguments)``. Returns the check's notes (none when it
+        returns nothing); a counterexample raises :class:`~parity.compare.ParityFailure`, whose
+        verdict names the kind (a plain ``AssertionError`` of the check is this record's ``kind``)."""
+        from parity.compare import Finding, ParityFailure, judge
+
         check = self.check_function()
         accepted = inspect.signature(check).parameters
         extra = {key: value for key, value in (("device", device), ("target", target)) if key in accepted}
-        return list(check(subject, **arguments, **extra) or ())
+        try:
+            return list(check(subject, **arguments, **extra) or ())
+        except ParityFailure:
+            raise
+        except AssertionError as failure:
+            raise ParityFailure(judge([], [Finding(self.kind, str(failure))])) from failure
 
     def applies_to(self, target: Target) -> bool:
         return target.provides(self.interface) and (self.only_if is None or bool(getattr(target, self.only_if)))
@@ -185,6 +195,7 @@ PROPERTIES: tuple[Property, ...] = (
         check="parity.properties.dataset:check_aliasing_hazards",
         arguments=lambda: {"case": _dataset().dataset_cases()},
         examples=lambda: [{"case": _dataset().MOCK_DATA_CASE}],
+        kind="hazard",
     ),
     Property(
         name="dataset/dataloader-matches-oracle",
@@ -240,6 +251,7 @@ PROPERTIES: tuple[Property, ...] = (
         interface="loss",
         check="parity.properties.diffusion:check_draws_match_the_oracle",
         arguments=lambda: {"case": _diffusion().window_cases(), "eos": st.sampled_from([_diffusion().EOS, None])},
+        kind="noise",
     ),
     Property(
         name="noise/masked-fraction-follows-p",
@@ -249,6 +261,7 @@ PROPERTIES: tuple[Property, ...] = (
             "seed": st.integers(0, 2**32 - 1),
             "eps": st.sampled_from([1e-3, 0.25]) | st.floats(1e-3, 1.0),
         },
+        kind="noise",
     ),
     Property(
         # Trainer.train(), evaluate() and prediction_step end to end, observed from outside.

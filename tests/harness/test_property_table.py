@@ -13,7 +13,8 @@ import pytest
 from hypothesis import strategies as st
 
 import parity.property_table as table
-from parity.property_table import Property
+from parity.compare import KINDS, ParityFailure
+from parity.property_table import PROPERTIES, Property
 from parity.bench import hunt_known_bugs
 from parity.report import Options, properties_scenario
 from parity.suite.collect import ParityNote
@@ -71,8 +72,9 @@ def test_the_entry_becomes_a_pytest_test_of_the_suite(with_throwaway):
     assert test.__doc__ == "Doubling gives an even number."
     with pytest.warns(ParityNote, match="throwaway:good: harness/throwaway-doubling-is-even: .* is a multiple of seven"):
         test(target=GOOD, device="cpu")  # notes are warnings beside a passing test
-    with pytest.raises(AssertionError, match="is odd"):
+    with pytest.raises(ParityFailure, match="is odd") as failure:
         test(target=BUG, device="cpu")
+    assert failure.value.verdict.failure_kinds == ["mismatch"]  # the record's kind names a plain assertion
 
 
 def test_the_entry_is_a_known_bug_check(with_throwaway):
@@ -95,8 +97,18 @@ def test_the_entry_is_a_row_of_the_report(with_throwaway, monkeypatch):
     result = properties_scenario([GOOD, BUG], Options(examples=3), lambda message: None)
     good, bug = result.columns
     assert good.figures[THROWAWAY.name].startswith("holds; note: ") and good.verdict == "within budget (ok)"
-    assert bug.figures[THROWAWAY.name].startswith("FAILS at example 1: double(35) = 71 is odd")
+    assert bug.figures[THROWAWAY.name].startswith("FAILS at example 1: mismatch: [mismatch] double(35)")
+    assert bug.failures[THROWAWAY.name].startswith("mismatch:\n[mismatch] double(35) = 71 is odd")
     assert bug.verdict == "outside budget (caught)" and result.as_expected
+
+
+def test_every_record_names_a_kind_a_verdict_knows():
+    assert {prop.kind for prop in PROPERTIES} <= set(KINDS)
+    assert {prop.name: prop.kind for prop in PROPERTIES if prop.kind != "mismatch"} == {
+        "dataset/aliasing-hazards": "hazard",
+        "noise/draws-match-oracle": "noise",
+        "noise/masked-fraction-follows-p": "noise",
+    }
 
 
 def test_a_crash_in_a_target_is_a_crashed_cell(with_throwaway, monkeypatch):
