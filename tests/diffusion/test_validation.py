@@ -10,7 +10,7 @@ import pytest
 import torch
 
 from parity.properties.diffusion import noise
-from parity.strategies.diffusion import VOCAB
+from parity.cases import VOCAB
 
 IDS = torch.zeros(2, 5, dtype=torch.long)
 
