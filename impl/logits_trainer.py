@@ -80,15 +80,21 @@ class LogitsDiffusionTrainer(Trainer):
     # --- the Trainer's window contract -----------------------------------------------------------
 
     def get_batch_samples(self, epoch_iterator, num_batches, device):
+        batches, self._window_noise = self.fetch_and_draw(epoch_iterator, num_batches)
+        return batches, (self.window_count(device) if batches else None)
+
+    def fetch_and_draw(self, epoch_iterator, num_batches):
+        """The window's batches, and their noise drawn once all are fetched (before any forward)."""
         batches = list(itertools.islice(epoch_iterator, num_batches))
-        if not batches:
-            return batches, None
-        self._window_noise = deque(self._draw(batch) for batch in batches)
+        return batches, deque(self._draw(batch) for batch in batches)
+
+    def window_count(self, device):
+        """The masked tokens the window's noise realized, gathered over ranks when asked."""
         count = sum(masked.sum() for _, _, masked, _ in self._window_noise).to(device)
         if self._gathered():
             count = count.clone()
             dist.all_reduce(count)
-        return batches, count
+        return count
 
     def _gathered(self) -> bool:
         return bool(self.args.average_tokens_across_devices) and dist.is_available() and dist.is_initialized()

@@ -4,11 +4,17 @@ Strategies draw these, properties check them and runs drive targets with them, s
 imports neither strategies nor runs: a property that needs a case's type never pulls in Hypothesis
 strategies or a training loop. A case is built deterministically from a few numbers (no downloads):
 the tensors of a ``WindowCase`` come from its seeds, a ``DatasetCase`` holds its documents.
+
+The space a ``TrainerCase`` is drawn from is declared here once, :func:`draw_trainer_case`, and
+read by both samplers: the suite's Hypothesis strategy (``parity.strategies.training``) and the
+two-rank sampler (``parity.ddp_cases``), each through its own :class:`Draws`.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from collections.abc import Sequence
+from dataclasses import asdict, dataclass, field
+from typing import Protocol, TypeVar
 
 import numpy as np
 import torch
@@ -17,6 +23,7 @@ from oracle.gpt_indices import num_epochs as oracle_num_epochs
 from oracle.gpt_indices import sample_count
 from oracle.nemotron_diffusion import IGNORE_INDEX, TINY_CONFIG
 from parity.dataset_config import GPTDatasetConfig
+from parity.devices import DEVICES, DTYPES, torch_dtype
 
 # --- dataset -------------------------------------------------------------------------------------
 
@@ -133,3 +140,95 @@ SEED_SCENARIO = WindowCase(
     dtype=torch.float32,
     frozen_head=False,
 )
+
+
+# --- whole training runs ----------------------------------------------------------------------------
+
+#: The published noising's ``eps`` (docs/diffusion-model.md, Noising); what an undeclared trainer runs at.
+PUBLISHED_EPS = 1e-3
+
+T = TypeVar("T")
+
+
+@dataclass(frozen=True)
+class TrainerCase:
+    """Everything a whole training run depends on (docs/trainer.md)."""
+
+    examples_per_rank: int = 5
+    window_size: int = 2
+    max_length: int = 10
+    data_seed: int = 0
+    #: The Trainer's ``args.seed``: it seeds torch's global generator, which the noise is drawn from.
+    noise_seed: int = 1
+    #: Rank ``r`` gets ``args.seed = noise_seed + r`` (its noise differs from the other ranks').
+    seed_per_rank: bool = False
+    model_seed: int = 0
+    lr: float = 0.01
+    dtype: str = "float32"
+    device: str = "cpu"
+    average_tokens_across_devices: bool = True
+    #: ranks whose rows are all prompt, so their windows realize no mask at all
+    empty_ranks: tuple[int, ...] = ()
+    evaluate: bool = True
+    #: rows per evaluation batch (0: all of a rank's rows in one batch)
+    eval_batch_size: int = 0
+    #: the noising's ``eps``, given to a trainer that declares a class attribute ``eps``
+    eps: float = PUBLISHED_EPS
+
+    def __post_init__(self):
+        if self.device not in DEVICES:
+            raise ValueError(f"device must be one of cpu, cuda; got {self.device!r}")
+        torch_dtype(self.dtype)  # a ValueError naming the allowed values
+        if self.examples_per_rank < 1 or self.window_size < 1 or self.max_length < 2:
+            raise ValueError("examples_per_rank and window_size must be >= 1, max_length >= 2")
+        if not 0.0 < self.eps <= 1.0:
+            raise ValueError(f"eps must lie in (0, 1], got {self.eps!r}")
+
+    def rank_seed(self, rank: int) -> int:
+        """The ``args.seed`` rank ``rank`` trains with."""
+        return self.noise_seed + rank if self.seed_per_rank else self.noise_seed
+
+    def to_json(self) -> dict:
+        return asdict(self)
+
+
+class Draws(Protocol):
+    """One source of choices: Hypothesis's ``draw`` (shrinkable) or a seeded ``random.Random``."""
+
+    def integer(self, low: int, high: int) -> int: ...
+
+    def choice(self, values: Sequence[T]) -> T: ...
+
+    def boolean(self) -> bool: ...
+
+    def fraction(self, low: float, high: float) -> float: ...
+
+
+#: eps values that matter besides the published one: a middling one, and two where p is never small.
+NOTABLE_EPS = (0.05, 0.5, 1.0)
+#: A rank is all prompt (realizes no mask) one time in this many.
+EMPTY_RANK_ONE_IN = 6
+
+
+def draw_trainer_case(draw: Draws, world_size: int = 1, dtypes: Sequence[str] = DTYPES) -> TrainerCase:
+    """The declared space of whole runs. Every choice falls back (shrinks) to the simplest value:
+    False before True, the published eps first."""
+    rows = draw.integer(1, 6)
+    eps = PUBLISHED_EPS
+    if draw.boolean():
+        eps = draw.choice(NOTABLE_EPS) if draw.boolean() else draw.fraction(PUBLISHED_EPS, 1.0)
+    return TrainerCase(
+        examples_per_rank=rows,
+        window_size=draw.integer(1, 3),
+        max_length=draw.integer(2, 10),
+        data_seed=draw.integer(0, 2**16),
+        noise_seed=draw.integer(0, 2**16),
+        seed_per_rank=draw.boolean(),
+        model_seed=draw.integer(0, 3),
+        dtype=draw.choice(dtypes),
+        average_tokens_across_devices=not draw.boolean(),
+        empty_ranks=tuple(r for r in range(world_size) if draw.integer(1, EMPTY_RANK_ONE_IN) == EMPTY_RANK_ONE_IN),
+        evaluate=not draw.boolean(),
+        eval_batch_size=draw.integer(0, rows),
+        eps=eps,
+    )

@@ -16,7 +16,8 @@ import torch
 from torch import nn
 
 from oracle.window_reference import Draw, StepResult, apply_sgd, sgd_step
-from parity.compare import Comparison, compare_states, compare_tensor, informativeness, judges_informativeness
+from parity.compare import Comparison, informativeness, judges_informativeness
+from parity.step_compare import compare_steps
 
 Batch = Mapping[str, torch.Tensor]
 
@@ -88,40 +89,6 @@ def realized_draws(
 def reference_steps(model: nn.Module, draws: Sequence[Sequence[Draw]], lr: float) -> list[StepResult]:
     """The oracle's steps, one per window, on the draws the target realized."""
     return [sgd_step(model, [window], model.config.eos_token_id, lr) for window in draws]
-
-
-def compare_steps(
-    out: Sequence[StepResult],
-    refs: Sequence[Sequence[StepResult]],
-    golden: Sequence[StepResult],
-    precision: torch.dtype | None = None,
-) -> list[Comparison]:
-    """Loss, every gradient and every parameter after every step, each held to its own budget
-    (its floor a rounding of ``precision`` when given, see ``parity.compare.compare_tensor``)."""
-    if any(len(steps) != len(golden) for steps in (out, *refs)):
-        raise AssertionError(f"step counts differ: out {len(out)}, golden {len(golden)}")
-    comparisons = []
-    for step, g in enumerate(golden):
-        o, rs = out[step], [ref[step] for ref in refs]
-        comparisons.append(
-            compare_tensor(
-                f"step {step} loss", o.loss, [r.loss for r in rs], g.loss, precision=precision, step=step, quantity="loss"
-            )
-        )
-        for kind, quantity in (("grads", "grad"), ("params", "param")):
-            state = getattr(g, kind)
-            comparisons.extend(
-                compare_states(
-                    getattr(o, kind),
-                    [getattr(r, kind) for r in rs],
-                    state,
-                    names={name: f"step {step} {quantity} {name}" for name in state},
-                    precision=precision,
-                    step=step,
-                    quantity=quantity,
-                )
-            )
-    return comparisons
 
 
 @dataclass(frozen=True)

@@ -1,6 +1,6 @@
 """Public Hypothesis strategies: the cases the property suite draws, for writing your own properties.
 
-    from parity.strategies import dataset_cases, window_cases
+    from parity.strategies import dataset_cases, trainer_cases, window_cases
 
     @given(case=dataset_cases())
     def test_my_dataset(case): ...
@@ -18,15 +18,19 @@ from parity.strategies.dataset import (
     small_dataset_cases,
 )
 from parity.strategies.diffusion import SEED_SCENARIO, WindowCase, window_cases
+from parity.strategies.training import RANK_LOCAL_RUN, UPSTREAM_RUN, trainer_cases
 
 __all__ = [
     "MOCK_DATA_CASE",
+    "RANK_LOCAL_RUN",
     "SEED_SCENARIO",
     "UPSTREAM_PR_CASE",
+    "UPSTREAM_RUN",
     "DatasetCase",
     "WindowCase",
     "dataset_cases",
     "resumed_cases",
     "small_dataset_cases",
+    "trainer_cases",
     "window_cases",
 ]

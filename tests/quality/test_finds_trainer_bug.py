@@ -13,12 +13,13 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from parity.cases import TrainerCase
 from parity.compare import ParityFailure, assert_verdict
 from parity.distributed import launch
-from parity.targets import get_target
-from parity.trainer_run import TrainerCase, run_trainer, trainer_verdict
 from parity.suite.budget import fraction_of_profile, shrinks_whole_runs
-from parity.strategies.training import for_trainer
+from parity.targets import get_target
+from parity.trainer_oracle import trainer_verdict
+from parity.trainer_run import run_trainer
 
 BUGS = ["known-bug:local-mean", "known-bug:logits-local-mean"]
 
@@ -58,7 +59,6 @@ def test_a_failing_trainer_property_reports_after_a_bounded_number_of_runs(tmp_p
     def prop(case):
         nonlocal runs, first_failure
         runs += 1
-        case = for_trainer(case, trainer_class)
         try:
             assert_verdict(trainer_verdict(case, [run_trainer(trainer_class, case, str(tmp_path_factory.mktemp("bug")))]))
         except ParityFailure:

@@ -9,7 +9,8 @@ from __future__ import annotations
 import pytest
 
 from oracle.nemotron_diffusion import build_tiny_model
-from parity.trainer_run import TrainerCase, declares_eps, pad_collate, training_arguments, training_examples
+from parity.cases import TrainerCase
+from parity.trainer_run import declares_eps, pad_collate, training_arguments, training_examples
 
 
 def _train(trainer_class, model, case, tmp_path):

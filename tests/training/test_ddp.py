@@ -1,9 +1,9 @@
 """Two real processes over Gloo: every rank's gradients and parameters equal the oracle over all ranks' rows.
 
-The four fixed cases (unequal counts, one rank empty, all empty, rank-local) and two drawn ones
-(rows per rank, windows, seeds, empty ranks, normalisation, eps, evaluation) run in one launch. The
-drawn cases' seed is 0 under CI (reproducible) and random otherwise; a failure names it, and
-``PARITY_DDP_SEED`` replays it.
+The four fixed cases (unequal counts, one rank empty, all empty, rank-local with the ranks seeded
+apart), two drawn ones (from the suite's case space) and two trainers that draw their noise
+elsewhere run in one launch. The drawn cases' seed is 0 under CI (reproducible) and random
+otherwise; a failure names it, and ``PARITY_DDP_SEED`` replays it.
 """
 
 from __future__ import annotations
@@ -21,6 +21,11 @@ pytestmark = [pytest.mark.distributed, pytest.mark.xdist_group("distributed")]
 
 WORLD_SIZE = 2
 DRAWN = 2
+#: Two trainers that draw the noise elsewhere than the whole window at once (the one from the wild that a
+#: greedy replay called wrong, and the model's own forward with a deferred backward), on the case whose ranks
+#: are seeded apart.
+INTERLEAVED = ("tests.training.interleavings:FetchThenDrawTrainer", "tests.training.interleavings:ModelDrawsTrainer")
+INTERLEAVED_CASE = "rank-local"
 DRAW_SEED = int(os.environ.get("PARITY_DDP_SEED", 0 if os.environ.get("CI") else random.randrange(2**16)))
 
 
@@ -35,8 +40,16 @@ def verdicts(target, tmp_path_factory):
         pytest.skip(f"target {target.name!r} has no trainer interface")
     result = tmp_path_factory.mktemp("ddp") / "verdicts.json"
     arguments = ["--target", target.name, "--json", str(result), "--draw", str(DRAWN), "--draw-seed", str(DRAW_SEED)]
+    arguments += [a for path in INTERLEAVED for a in ("--also", f"{INTERLEAVED_CASE}={path}")]
     launch("parity.ddp_cases", arguments, WORLD_SIZE, timeout_s=600)
     return json.loads(result.read_text())["cases"]
+
+
+@pytest.mark.parametrize("path", INTERLEAVED)
+def test_a_trainer_drawing_elsewhere_matches_the_reference_on_two_ranks(verdicts, path):
+    """docs/trainer.md, Where a trainer may draw (every interleaving on every case: nightly, test_interleavings.py)."""
+    verdict = verdicts[f"{path} {INTERLEAVED_CASE}"]
+    assert verdict["holds"], f"{', '.join(verdict['kinds'])}: {verdict['worst']}"
 
 
 @pytest.mark.parametrize("case", sorted(DDP_CASES))

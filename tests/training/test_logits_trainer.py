@@ -7,18 +7,16 @@ seam that observes a trainer from outside; its pre-fix twin is caught in tests/q
 from __future__ import annotations
 
 import pytest
-from hypothesis import given
 
 from impl.logits_trainer import LogitsDiffusionTrainer
-from parity.devices import DTYPES
+from parity.cases import TrainerCase
 from parity.compare import assert_verdict
-from parity.trainer_run import TrainerCase, model_contract, run_trainer, trainer_verdict
-from parity.suite.budget import fraction_of_profile
-from parity.strategies.training import trainer_cases
+from parity.devices import DTYPES
+from parity.trainer_oracle import trainer_verdict
+from parity.trainer_run import run_trainer
 
 
-def test_it_declares_the_logits_contract_and_keeps_no_records():
-    assert model_contract(LogitsDiffusionTrainer) == "logits"
+def test_it_keeps_no_records():
     assert not any(hasattr(LogitsDiffusionTrainer, name) for name in ("train_draws", "eval_draws"))
 
 
@@ -26,14 +24,7 @@ def test_it_declares_the_logits_contract_and_keeps_no_records():
 def test_the_fixed_run_matches_the_reference(dtype, tmp_path):
     case = TrainerCase(dtype=dtype, eval_batch_size=2)
     record = run_trainer(LogitsDiffusionTrainer, case, str(tmp_path))
-    assert record.contract == "logits" and [len(w) for w in record.train_draws] == [2, 2, 1]
-    assert_verdict(trainer_verdict(case, [record]))
-
-
-@fraction_of_profile(0.12)
-@given(case=trainer_cases())
-def test_any_run_matches_the_reference(case, tmp_path_factory):
-    record = run_trainer(LogitsDiffusionTrainer, case, str(tmp_path_factory.mktemp("logits")))
+    assert record.contract == "logits (model(input_ids), .logits read)" and [len(w) for w in record.train_draws] == [2, 2, 1]
     assert_verdict(trainer_verdict(case, [record]))
 
 
@@ -41,7 +32,7 @@ def test_the_property_check_passes_it_and_names_its_twins_bug():
     """``check_training_run``: the shape a property table uses (raises with kinds, returns notes)."""
     from impl.known_bugs.logits_local_mean_trainer import LogitsLocalMeanTrainer
     from parity.compare import ParityFailure
-    from parity.trainer_run import check_training_run
+    from parity.properties.training import check_training_run
 
     assert check_training_run(LogitsDiffusionTrainer, TrainerCase(examples_per_rank=3, eps=0.3)) == []
     with pytest.raises(ParityFailure, match=r"^normalisation"):

@@ -11,8 +11,11 @@ import pytest
 import torch
 
 from oracle.nemotron_diffusion import forward_process
+from parity.cases import TrainerCase
 from parity.devices import DTYPES
-from parity.trainer_run import TrainerCase, _replay, run_trainer, seeded_state, trainer_verdict
+from parity.noise_replay import replay_draws
+from parity.trainer_oracle import trainer_verdict
+from parity.trainer_run import run_trainer, seeded_state
 from tests.training.variants import (
     CrashingTrainer,
     PrivateGeneratorTrainer,
@@ -31,7 +34,7 @@ def test_the_replay_is_the_published_noising(eps):
     with torch.random.fork_rng(devices=[]):
         torch.set_rng_state(state)
         _, published, p_published = forward_process(ids, 96, eps=eps, loss_mask=maskable.long())
-    masked, p, _ = _replay(state, maskable, eps)
+    masked, p, _ = replay_draws(state, maskable, eps)
     assert torch.equal(masked, published) and torch.equal(p, p_published)
 
 
@@ -41,9 +44,9 @@ CASE = TrainerCase(examples_per_rank=3, evaluate=True, eval_batch_size=2)
 @pytest.mark.parametrize(
     "trainer_class, says",
     [
-        (PrivateGeneratorTrainer, "no replay of the published noising"),
-        (SwappedDrawOrderTrainer, "no replay of the published noising"),
-        (WrongEpsTrainer, "no replay of the published noising"),
+        (PrivateGeneratorTrainer, "no consistent account of the run's noise"),
+        (SwappedDrawOrderTrainer, "no consistent account of the run's noise"),
+        (WrongEpsTrainer, "eps = 0.05 (declared by the trainer)"),
         (ReseedingTrainer, "re-seeded it or drew from it"),
     ],
     ids=lambda v: v.__name__ if isinstance(v, type) else None,
@@ -55,16 +58,6 @@ def test_noise_that_is_not_the_published_noising_is_a_noise_finding(trainer_clas
     assert says in verdict.describe()
 
 
-def test_noise_drawn_inside_the_models_own_forward_is_followed(tmp_path):
-    from parity.compare import assert_verdict
-    from tests.training.variants import ModelDrawsTrainer
-
-    case = TrainerCase(examples_per_rank=3, window_size=1, eps=0.05, eval_batch_size=2)
-    record = run_trainer(ModelDrawsTrainer, case, str(tmp_path))
-    assert_verdict(trainer_verdict(case, [record], strict_precision=True))
-    assert sum(int(d.masked_indices.sum()) for w in record.train_draws for d in w) > 0
-
-
 @pytest.mark.parametrize("dtype", DTYPES)
 def test_a_fused_head_path_that_never_calls_the_model_is_observed(dtype, tmp_path):
     """The embedding's hook sees the noisy input even when only the encoder and the output
@@ -74,6 +67,7 @@ def test_a_fused_head_path_that_never_calls_the_model_is_observed(dtype, tmp_pat
 
     case = TrainerCase(examples_per_rank=4, dtype=dtype, eval_batch_size=3)
     record = run_trainer(FusedHeadTrainer, case, str(tmp_path))
+    assert record.contract == "logits (the encoder and the output embedding called directly, never the model)"
     assert_verdict(trainer_verdict(case, [record], strict_precision=True))
 
 
@@ -85,8 +79,8 @@ def test_a_trainer_that_raises_is_a_crash_finding(tmp_path):
 
 def test_impls_optional_records_agree_with_what_the_harness_observed(tmp_path):
     """impl keeps records; the harness does not need them, but where they exist they must agree."""
-    from parity import trainer_run
     from impl.trainer import WindowedDiffusionTrainer
+    from parity import trainer_run
 
     kept = []
 
@@ -96,6 +90,7 @@ def test_impls_optional_records_agree_with_what_the_harness_observed(tmp_path):
             kept.append(self)
 
     record = trainer_run.run_trainer(Keeping, CASE, str(tmp_path))
+    assert record.contract == "loss-pair (model(input_ids, labels, masked_indices, p_mask), .loss read)"
     (trainer,) = kept
     observed = [d for window in record.train_draws for d in window]
     recorded = [d for window in trainer.train_draws for d in window]

@@ -11,15 +11,16 @@ from dataclasses import replace
 
 import pytest
 
-from parity.devices import DTYPES
+from parity.cases import TrainerCase
 from parity.compare import assert_verdict
+from parity.devices import DTYPES
 from parity.strategies import training as strategies
-from parity.trainer_run import TrainerCase, run_trainer, trainer_verdict
+from parity.trainer_oracle import trainer_verdict
+from parity.trainer_run import run_trainer
 
 
 def train_and_judge(trainer_class, case: TrainerCase, tmp_path_factory):
     """Precision findings fail only under ``--parity-strict-precision`` (docs/budget.md)."""
-    case = strategies.for_trainer(case, trainer_class)
     record = run_trainer(trainer_class, case, str(tmp_path_factory.mktemp("trainer")))
     assert_verdict(trainer_verdict(case, [record]))
     return record

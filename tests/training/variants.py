@@ -122,22 +122,6 @@ class ReseedingTrainer(LogitsDiffusionTrainer):
         torch.manual_seed(1234)
 
 
-class ModelDrawsTrainer(WindowedDiffusionTrainer):
-    """Leaves the noising to the published model's own forward (labels and a loss mask, no masks).
-
-    Correct only for windows of one microbatch (it cannot know a window's count in advance): the
-    seam must follow noise drawn inside the model's forward as well as noise drawn by a trainer.
-    """
-
-    def compute_loss(self, model, inputs, return_outputs=False, num_items_in_batch=None):
-        from impl.diffusion_noise import apply_eos_padding
-
-        ids, targets, maskable, _ = apply_eos_padding(inputs, self.model.config.eos_token_id)
-        sum_loss, count = model(input_ids=ids, labels=targets, loss_mask=maskable.long(), eps=self.eps).loss
-        loss = sum_loss / count.clamp(min=1)
-        return (loss, {"loss": loss}) if return_outputs else loss
-
-
 class FusedHeadTrainer(LogitsDiffusionTrainer):
     """A fused-head path: runs the encoder itself and applies the output embedding only to the
     masked positions, never calling the model's own forward (single process: it bypasses DDP)."""

@@ -1,0 +1,35 @@
+"""Whole training runs held to the oracle: the table's ``training/any-run-matches``.
+
+The run is driven by ``parity.trainer_run`` and judged by ``parity.trainer_oracle`` (docs/trainer.md).
+"""
+
+from __future__ import annotations
+
+import tempfile
+from dataclasses import replace
+
+from hypothesis import reject
+
+from parity.cases import TrainerCase
+from parity.compare import assert_verdict
+from parity.targets import ConfigDeclined
+from parity.trainer_oracle import trainer_verdict
+from parity.trainer_run import run_trainer
+
+
+def check_training_run(trainer_class, case: TrainerCase, device: str = "cpu") -> list[str]:
+    """Trainer.train(), evaluate() and prediction_step end to end, observed from outside, held to the
+    oracle on the draws replayed from the run (docs/trainer.md).
+
+    Raises ``ParityFailure`` (an ``AssertionError`` whose message leads with the kinds); returns a
+    passing verdict's precision notes. A case the eps rule declines for this trainer (it declares no
+    ``eps`` and the case's is not the published one) is skipped.
+    """
+    case = replace(case, device=device)
+    with tempfile.TemporaryDirectory(prefix="parity-trainer-") as folder:
+        try:
+            record = run_trainer(trainer_class, case, folder)
+        except ConfigDeclined:
+            reject()
+    verdict = assert_verdict(trainer_verdict(case, [record]))
+    return [comparison.describe() for comparison in verdict.notes]

@@ -1,0 +1,54 @@
+"""The per-step comparison, written once for window runs and whole training runs (docs/budget.md).
+
+After every optimizer step: the loss, every gradient and every parameter, each held to its own
+budget against the golden, with the working-dtype references (and the oracle one dtype lower,
+whose budget names a precision finding).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import torch
+
+from oracle.window_reference import StepResult
+from parity.compare import Comparison, compare_states, compare_tensor
+
+
+def compare_steps(
+    out: Sequence[StepResult],
+    refs: Sequence[Sequence[StepResult]],
+    golden: Sequence[StepResult],
+    precision: torch.dtype | None = None,
+    *,
+    lower: Sequence[Sequence[StepResult]] = (),
+    rank: int | None = None,
+) -> list[Comparison]:
+    """``out`` step by step against ``golden``, each floor a rounding of ``precision`` when given (see
+    ``parity.compare.compare_tensor``); ``rank`` names the rank in a run over several."""
+    if any(len(steps) != len(golden) for steps in (out, *refs, *lower)):
+        raise AssertionError(f"step counts differ: out {len(out)}, golden {len(golden)}")
+    prefix = "" if rank is None else f"rank {rank} "
+    comparisons = []
+    for step, g in enumerate(golden):
+        o, rs, ls = out[step], [ref[step] for ref in refs], [ref[step] for ref in lower]
+        name = f"{prefix}step {step} loss"
+        comparisons.append(
+            compare_tensor(name, o.loss, [r.loss for r in rs], g.loss, precision=precision, step=step, quantity="loss", rank=rank)
+        )
+        for kind, quantity in (("grads", "grad"), ("params", "param")):
+            state = getattr(g, kind)
+            comparisons.extend(
+                compare_states(
+                    getattr(o, kind),
+                    [getattr(r, kind) for r in rs],
+                    state,
+                    lower_refs=[getattr(r, kind) for r in ls],
+                    names={name: f"{prefix}step {step} {quantity} {name}" for name in state},
+                    precision=precision,
+                    step=step,
+                    quantity=quantity,
+                    rank=rank,
+                )
+            )
+    return comparisons

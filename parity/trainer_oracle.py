@@ -1,0 +1,184 @@
+"""The oracle beside a whole training run, and the run's verdict.
+
+The oracle is full-window SGD on the draws the run was replayed to have used: one reference step
+per window over every rank's rows (``oracle.window_reference``), then the evaluation losses, in a
+given dtype and order: the golden (float64, CPU) and the working-dtype references the budget is
+derived from (docs/budget.md). The verdict holds a run's findings (noise, crash) and, when every
+rank trained on draws the replay explained, every rank's steps, evaluation loss and
+``prediction_step`` losses against the oracle's, each within its budget.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import torch
+
+from oracle.window_reference import StepResult, sgd_step, single_batch_loss
+from parity.cases import TrainerCase
+from parity.compare import Comparison, Finding, Verdict, compare_tensor, informativeness, judge, judges_informativeness
+from parity.devices import LOWER_DTYPE, torch_dtype
+from parity.step_compare import compare_steps
+from parity.trainer_run import TrainerRecord
+from parity.window_cases import tiny_model
+from parity.window_run import local_mean_steps
+
+
+@dataclass
+class OracleRun:
+    """The oracle on a run's replayed draws, in one dtype and order."""
+
+    steps: list[StepResult]
+    eval_loss: torch.Tensor | None
+    batch_losses: list[list[torch.Tensor]]  # per rank, per prediction_step batch
+
+
+def _weighted_eval(model, records, eos, total_rows: int) -> torch.Tensor | None:
+    """The Trainer's evaluation loss: each batch's own mean, counted once per row, in the order the
+    ranks' batches are gathered (step by step, rank by rank) and cut at the dataset's ``total_rows``.
+
+    The cut is ``gather_for_metrics``'s: to keep batches even across ranks, accelerate has a rank
+    that runs out of rows repeat rows from the start, and drops those repeats when it gathers. The
+    repeated batch is still observed (and each ``prediction_step`` batch is still compared), but it
+    does not count towards the evaluation loss.
+    """
+    losses, weights, left = [], [], total_rows
+    for step in range(max((len(record.eval_draws) for record in records), default=0)):
+        for record in records:
+            if step < len(record.eval_draws) and left > 0:
+                draw = record.eval_draws[step]
+                rows = min(draw.masked_indices.shape[0], left)
+                losses.append(single_batch_loss(model, draw, eos))
+                weights.append(rows)
+                left -= rows
+    if not losses:
+        return None
+    total = sum(w * loss for w, loss in zip(weights, losses, strict=True))
+    return total / sum(weights)
+
+
+def oracle_run(
+    case: TrainerCase,
+    records: Sequence[TrainerRecord],
+    dtype: torch.dtype,
+    device: str,
+    reverse: bool = False,
+    start_params: Sequence[dict[str, torch.Tensor]] | None = None,
+) -> OracleRun:
+    """The oracle over every rank's rows: step k is window k of all ranks; then its evaluation losses.
+
+    ``start_params[k]``, when given, are the parameters step k starts from (the target's own, as
+    observed): the oracle's step evaluated on the target's trajectory (docs/budget.md).
+    """
+    model = tiny_model(case.model_seed, torch_dtype(case.dtype)).to(device, dtype)
+    eos = model.config.eos_token_id
+    steps = []
+    for k in range(len(records[0].train_draws)):
+        if start_params is not None and k > 0:
+            with torch.no_grad():
+                for name, p in model.named_parameters():
+                    p.copy_(start_params[k - 1][name].to(device, dtype))
+        ranks = [record.train_draws[k][::-1] if reverse else record.train_draws[k] for record in records]
+        steps.append(sgd_step(model, ranks, eos, case.lr, rank_local=not case.average_tokens_across_devices))
+    with torch.no_grad():
+        eval_loss = _weighted_eval(model, records, eos, total_rows=case.examples_per_rank * len(records))
+        batch_losses = [[single_batch_loss(model, draw, eos) for draw in record.batch_draws] for record in records]
+    return OracleRun(steps, eval_loss, batch_losses)
+
+
+def golden_run(case: TrainerCase, records: Sequence[TrainerRecord]) -> OracleRun:
+    """The oracle in float64 on the CPU."""
+    return oracle_run(case, records, torch.float64, "cpu")
+
+
+@dataclass
+class References:
+    """The golden, the valid evaluations in the working dtype, and the oracle one dtype lower."""
+
+    golden: OracleRun
+    refs: list[OracleRun]
+    lower: list[OracleRun]
+
+
+def references(case: TrainerCase, records: Sequence[TrainerRecord]) -> References:
+    """References (docs/budget.md): the oracle in the working dtype in order, with each window
+    reversed, and along the target's own trajectory (each step from the target's parameters before
+    it); and the oracle one dtype lower (``LOWER_DTYPE``), whose budget names a precision finding."""
+    dtype = torch_dtype(case.dtype)
+    refs = [oracle_run(case, records, dtype, case.device, reverse) for reverse in (False, True)]
+    if records[0].steps:
+        refs.append(oracle_run(case, records, dtype, case.device, start_params=[s.params for s in records[0].steps]))
+    lower = [oracle_run(case, records, torch_dtype(LOWER_DTYPE[case.dtype]), case.device)] if case.dtype in LOWER_DTYPE else []
+    return References(golden_run(case, records), refs, lower)
+
+
+def trainer_comparisons(
+    case: TrainerCase, records: Sequence[TrainerRecord], oracle: References | None = None
+) -> list[Comparison]:
+    """Every rank's steps, evaluation loss and per-batch losses against the oracle's, each within its
+    budget, its floor a rounding of the working precision (the logged losses pass through the
+    Trainer's float32 accumulator, but carry the working precision's arithmetic)."""
+    oracle = oracle or references(case, records)
+    golden, refs, lower = oracle.golden, oracle.refs, oracle.lower
+    precision = torch_dtype(case.dtype)
+    comparisons = []
+    for rank, record in enumerate(records):
+        on_rank = rank if len(records) > 1 else None
+        prefix = f"rank {rank} " if len(records) > 1 else ""
+        identity = dict(precision=precision, rank=on_rank)
+        steps = [r.steps for r in refs]
+        comparisons += compare_steps(record.steps, steps, golden.steps, precision, lower=[r.steps for r in lower], rank=on_rank)
+        if record.eval_loss is not None and golden.eval_loss is not None:
+            out = torch.tensor(record.eval_loss, dtype=torch.float32)
+            eval_refs = [r.eval_loss.to("cpu", torch.float32) for r in refs]
+            comparisons.append(
+                compare_tensor(f"{prefix}eval loss", out, eval_refs, golden.eval_loss, quantity="eval loss", **identity)
+            )
+        batches = len(golden.batch_losses[rank])
+        if len(record.batch_losses) != batches:
+            raise AssertionError(f"{len(record.batch_losses)} prediction_step losses for {batches} batches")
+        for b, loss in enumerate(record.batch_losses):
+            comparisons.append(
+                compare_tensor(
+                    f"{prefix}prediction_step batch {b} loss",
+                    loss.reshape(()),
+                    [r.batch_losses[rank][b] for r in refs],
+                    golden.batch_losses[rank][b],
+                    lower_refs=[r.batch_losses[rank][b] for r in lower],
+                    quantity="batch loss",
+                    **identity,
+                )
+            )
+    return comparisons
+
+
+def uninformative(case: TrainerCase, records: Sequence[TrainerRecord], oracle: References) -> str | None:
+    """In a bfloat16 run: why the case cannot tell the local-mean bug from rounding, or None
+    (``parity.compare.informativeness``; the prediction is the float64 oracle's, on the replayed draws)."""
+    precision = torch_dtype(case.dtype)
+    if not judges_informativeness(precision):
+        return None
+    golden = oracle.golden.steps
+    windows = [[record.train_draws[k] for record in records] for k in range(len(golden))]
+    predicted = local_mean_steps(tiny_model(case.model_seed, torch.float64), windows, golden, case.lr)
+    return informativeness(compare_steps(predicted, [r.steps for r in oracle.refs], golden, precision), case.dtype)
+
+
+def trainer_verdict(case: TrainerCase, records: Sequence[TrainerRecord], *, strict_precision: bool | None = None) -> Verdict:
+    """Findings (noise, crash) of every rank, plus the comparisons when every rank trained."""
+    ranked = len(records) > 1
+    findings = [Finding(f.kind, f.message, f.step, rank if ranked else None) for rank, r in enumerate(records)
+                for f in r.findings]
+    # A run whose draws could not be replayed has no reference to be held to: its findings say why.
+    if any(r.crashed or not r.steps or any(f.kind == "noise" for f in r.findings) for r in records):
+        if not findings:
+            findings.append(Finding("crash", "the trainer logged no optimizer step"))
+        return judge([], findings, strict_precision=strict_precision)
+    oracle = references(case, records)
+    return judge(
+        trainer_comparisons(case, records, oracle),
+        findings,
+        strict_precision=strict_precision,
+        uninformative=uninformative(case, records, oracle),
+    )
