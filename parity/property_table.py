@@ -267,7 +267,7 @@ PROPERTIES: tuple[Property, ...] = (
         # Trainer.train(), evaluate() and prediction_step end to end, observed from outside.
         name="training/any-run-matches",
         interface="trainer",
-        check="parity.trainer_run:check_training_run",
+        check="parity.properties.training:check_training_run",
         arguments=lambda: {"case": _training().trainer_cases()},
         examples=lambda: [{"case": _training().UPSTREAM_RUN}, {"case": _training().RANK_LOCAL_RUN}],
         devices=DEVICES,
