@@ -191,7 +191,9 @@ def training_scenario(targets: list[Target], options: Options, progress: Callabl
     sit in that target's column (docs/trainer.md), never beside another target's. They are read off
     the verdict's comparisons (each carries the golden value), never recomputed.
     """
-    from parity.trainer_run import TrainerCase, model_contract, run_trainer, trainer_verdict
+    from parity.cases import TrainerCase
+    from parity.trainer_oracle import trainer_verdict
+    from parity.trainer_run import run_trainer
 
     case = TrainerCase(dtype=options.dtype, device=options.device, model_seed=options.seed)
     result = ScenarioResult(
@@ -207,7 +209,8 @@ def training_scenario(targets: list[Target], options: Options, progress: Callabl
             record = run_trainer(trainer_class, case, output_dir)
         verdict = trainer_verdict(case, [record])
         figures: dict[str, Any] = {
-            "model contract": model_contract(trainer_class),
+            "model contract": record.contract,
+            "eps": f"{record.eps:g} ({record.eps_source})",
             "windows": [len(w) for w in record.train_draws],
             "realized masks per window": [sum(int(d.masked_indices.sum()) for d in w) for w in record.train_draws],
             "logged losses": [round(s.loss.item(), 6) for s in record.steps],
