@@ -19,13 +19,16 @@ REPOSITORY = Path(__file__).resolve().parents[2]
 LAYERS = (
     ("cases", ("parity.cases", "parity.dataset_config", "parity.targets", "parity.devices", "parity.threads")),
     ("strategies", ("parity.strategies",)),
-    ("judgement", ("parity.compare", "parity.dataset_compare", "parity.crash")),
+    ("judgement", ("parity.compare", "parity.dataset_compare", "parity.crash", "parity.step_compare")),
     (
         "runs",
         (
             "parity.window_run",
             "parity.window_cases",
+            "parity.trainer_observe",
+            "parity.noise_replay",
             "parity.trainer_run",
+            "parity.trainer_oracle",
             "parity.distributed",
             "parity.ddp_cases",
             "parity.megatron_target",
@@ -82,17 +85,7 @@ def reached(name: str) -> set[str]:
     return seen
 
 
-#: Where the code does not keep its layer yet (issue 15): the trainer case type still lives in a run.
-NOT_YET = {"parity.strategies.training": "TrainerCase still comes from parity.trainer_run"}
-
-
-@pytest.mark.parametrize(
-    "module",
-    [
-        pytest.param(name, marks=pytest.mark.xfail(reason=NOT_YET[name])) if name in NOT_YET else name
-        for name in layered_modules()
-    ],
-)
+@pytest.mark.parametrize("module", layered_modules())
 def test_a_module_imports_no_later_layer(module):
     later = {
         imported: LAYERS[layer_of(imported)][0]
@@ -112,6 +105,8 @@ def test_the_import_reader_follows_parity_modules():
 
 def test_properties_take_their_case_types_from_the_cases_module():
     from parity import cases
-    from parity.properties import dataset, diffusion
+    from parity.properties import dataset, diffusion, training
+    from parity.strategies import trainer_cases  # noqa: F401 - exported by parity.strategies
 
     assert dataset.DatasetCase is cases.DatasetCase and diffusion.WindowCase is cases.WindowCase
+    assert training.TrainerCase is cases.TrainerCase
