@@ -17,6 +17,7 @@ import torch.nn.functional as F
 from huggingface_hub.dataclasses import strict
 from torch import nn
 from transformers import Ministral3Config, Ministral3Model, PreTrainedModel
+from transformers.modeling_outputs import BaseModelOutput
 from transformers.utils import ModelOutput
 
 IGNORE_INDEX = -100
@@ -128,12 +129,15 @@ class NemotronLabsDiffusionModel(PreTrainedModel):
         masked_indices: torch.Tensor | None = None,
         p_mask: torch.Tensor | None = None,
         loss_mask: torch.Tensor | None = None,
+        output_last_hidden_states_only: bool = False,
         **kwargs,
-    ) -> NemotronLabsDiffusionOutput:
+    ) -> NemotronLabsDiffusionOutput | BaseModelOutput:
         """Clean ids in; with labels the ids are noised here (from ``masked_indices`` when given).
 
         ``attention_mask`` is accepted and dropped (diffusion mode). ``loss_mask == 0`` clears
         ``masked_indices`` in place, as the published model does. Extra keywords go to the encoder.
+        ``output_last_hidden_states_only=True`` returns the encoder's last hidden states alone, as a
+        ``BaseModelOutput`` (the published way to them, for a caller that applies the head itself).
         """
         del attention_mask  # diffusion mode: no mask reaches the attention
         noisy = input_ids
@@ -145,6 +149,8 @@ class NemotronLabsDiffusionModel(PreTrainedModel):
             else:
                 noisy, masked_indices, p_mask = self.forward_process(input_ids, eps=eps, loss_mask=loss_mask)
         hidden = self.encoder(input_ids=noisy, position_ids=position_ids, **kwargs).last_hidden_state
+        if output_last_hidden_states_only:
+            return BaseModelOutput(last_hidden_state=hidden)
         logits = self.diffusion_head(hidden)
         loss = None
         if labels is not None:
