@@ -46,8 +46,8 @@ AGREEMENT_CASES = [
 def assert_bitwise_agreement(
     folder, dtype=torch.float32, padding=False, dlm_loss_weight=None, frozen_head=False, seed=0, draws=2
 ) -> None:
-    """Loss, mask count, logits and every parameter gradient equal to the built-in oracle's, bit for bit,
-    on its weights and draws."""
+    """Loss, mask count, logits, every parameter gradient and the last hidden states equal to the built-in
+    oracle's, bit for bit, on its weights and draws."""
     overrides = {} if dlm_loss_weight is None else {"dlm_loss_weight": dlm_loss_weight}
     builtin = build_tiny_model(seed, dtype, **overrides)
     remote = load_remote_model(folder, seed, dtype, **overrides)
@@ -88,6 +88,10 @@ def assert_bitwise_agreement(
                 assert theirs is None, f"draw {draw}: {name} has a gradient only in the remote model"
             else:
                 assert torch.equal(theirs, parameter.grad), f"draw {draw}: gradient of {name}"
+    with torch.no_grad():  # the published way to the hidden states, for a caller that applies the head itself
+        builtin_hidden, remote_hidden = (m(input_ids=input_ids, output_last_hidden_states_only=True) for m in (builtin, remote))
+    assert set(remote_hidden.keys()) == {"last_hidden_state"}
+    assert torch.equal(remote_hidden.last_hidden_state, builtin_hidden.last_hidden_state)
 
 
 @pytest.mark.parametrize(("dtype", "padding", "dlm_loss_weight", "frozen_head"), AGREEMENT_CASES)
@@ -109,6 +113,33 @@ def test_standin_loads_through_remote_code_as_published():
     assert model.config.hidden_size == TINY_CONFIG["hidden_size"]
     assert "is_causal" not in model.config.to_dict(), "no config field the published config lacks is injected"
     assert model.get_output_embeddings() is model.diffusion_head
+
+
+def _trainer_calls():
+    """Each way a trainer of this repository calls the model, with a case of its own tests: impl's two
+    trainers (the published keywords; the logits), the model drawing its own noise (windows of one
+    microbatch), and a fused head on the published hidden states."""
+    from impl.logits_trainer import LogitsDiffusionTrainer
+    from impl.trainer import WindowedDiffusionTrainer
+    from parity.trainer_run import TrainerCase
+    from tests.training.variants import FusedHeadTrainer, ModelDrawsTrainer
+
+    case = TrainerCase(examples_per_rank=4, eval_batch_size=3)
+    own_noise = TrainerCase(examples_per_rank=3, window_size=1, eps=0.05, eval_batch_size=2)
+    calls = [(WindowedDiffusionTrainer, case), (LogitsDiffusionTrainer, case), (ModelDrawsTrainer, own_noise), (FusedHeadTrainer, case)]
+    return [pytest.param(trainer_class, case, id=trainer_class.__name__) for trainer_class, case in calls]
+
+
+@pytest.mark.parametrize(("trainer_class", "case"), _trainer_calls())
+def test_every_trainer_call_holds_on_the_published_surface_alone(trainer_class, case, tmp_path, monkeypatch):
+    """The stand-in has the published surface and nothing of the built-in model's own (``base_model`` is
+    the whole model, the output has no hidden states), so a trainer or variant leaning on a built-in-only
+    attribute crashes here, in the default run, not only with NVIDIA's files."""
+    from parity.compare import assert_verdict
+    from parity.trainer_run import run_trainer, trainer_verdict
+
+    monkeypatch.setenv(REMOTE_CODE_ENV, str(STANDIN))
+    assert_verdict(trainer_verdict(case, [run_trainer(trainer_class, case, str(tmp_path))]))
 
 
 def test_classes_are_loaded_once_per_folder():
@@ -197,8 +228,8 @@ def test_code_this_transformers_cannot_run_is_one_clear_error(tmp_path):
     """What transformers 5.24 does to the published forward, imitated: a TypeError deep in the output class."""
     folder = _standin_copy(
         tmp_path,
-        edit=("modeling_nemotron_standin.py", "NemotronStandinOutput(loss=loss, logits=logits)",
-              "NemotronStandinOutput(loss=loss, logits=logits, cache=None)"),
+        edit=("modeling_nemotron_standin.py", "NemotronStandinOutputWithPast(loss=loss, logits=logits)",
+              "NemotronStandinOutputWithPast(loss=loss, logits=logits, cache=None)"),
     )
     with pytest.raises(RemoteCodeError) as raised:
         load_remote_model(folder)
@@ -254,8 +285,8 @@ def test_the_report_refuses_code_this_transformers_cannot_run_in_one_line(tmp_pa
     monkeypatch.delenv(REMOTE_CODE_ENV, raising=False)
     folder = _standin_copy(
         tmp_path,
-        edit=("modeling_nemotron_standin.py", "NemotronStandinOutput(loss=loss, logits=logits)",
-              "NemotronStandinOutput(loss=loss, logits=logits, cache=None)"),
+        edit=("modeling_nemotron_standin.py", "NemotronStandinOutputWithPast(loss=loss, logits=logits)",
+              "NemotronStandinOutputWithPast(loss=loss, logits=logits, cache=None)"),
     )
     assert main(["--only", "diffusion-window", "--nemotron-remote-code", str(folder)]) == 2
     captured = capsys.readouterr()

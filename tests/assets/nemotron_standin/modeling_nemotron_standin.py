@@ -2,7 +2,12 @@
 
 It has the published layout and contract: a relatively imported backbone run in diffusion mode (the
 attention mask ignored), an untied ``diffusion_head``, clean ids in, and a ``ModelOutput`` whose
-``loss`` is ``(sum_loss, num_mask_tokens)`` with 1/p weighting, plus ``logits``.
+``loss`` is ``(sum_loss, num_mask_tokens)`` with 1/p weighting, plus ``logits``. It also has the
+published surface beyond that contract, so that a caller leaning on what only the built-in model
+has fails here, in the default run: the class derives from the backbone's pre-trained base (whose
+``base_model_prefix`` names no attribute, so ``base_model`` is the whole model), its output carries
+the published fields and no hidden states, and the hidden states come only through the published
+``output_last_hidden_states_only=True``.
 """
 
 import copy
@@ -11,7 +16,8 @@ from dataclasses import dataclass
 import torch
 import torch.nn.functional as F
 from torch import nn
-from transformers import PreTrainedModel
+from transformers import Ministral3PreTrainedModel
+from transformers.modeling_outputs import BaseModelOutput
 from transformers.utils import ModelOutput
 
 from .configuration_nemotron_standin import NemotronStandinConfig
@@ -19,15 +25,19 @@ from .modeling_standin_backbone import StandinBackbone
 
 
 @dataclass
-class NemotronStandinOutput(ModelOutput):
+class NemotronStandinOutputWithPast(ModelOutput):
+    """The published output's fields, less ``past_key_values``: handing that keyword to an output class is
+    what transformers 5.24 breaks (docs/diffusion-model.md), and the stand-in runs under every release."""
+
     loss: tuple | None = None
     logits: torch.Tensor | None = None
+    causal_logits: torch.Tensor | None = None
+    hidden_states: tuple | None = None
+    attentions: tuple | None = None
 
 
-class NemotronStandinModel(PreTrainedModel):
+class NemotronStandinModel(Ministral3PreTrainedModel):
     config_class = NemotronStandinConfig
-    base_model_prefix = "encoder"
-    _supports_sdpa = True
 
     def __init__(self, config):
         super().__init__(config)
@@ -63,6 +73,7 @@ class NemotronStandinModel(PreTrainedModel):
         masked_indices=None,
         p_mask=None,
         loss_mask=None,
+        output_last_hidden_states_only=False,
         **kwargs,
     ):
         noisy = input_ids
@@ -73,10 +84,10 @@ class NemotronStandinModel(PreTrainedModel):
                 if loss_mask is not None:
                     masked_indices[loss_mask == 0] = False
                 noisy = torch.where(masked_indices, self.mask_token_id, input_ids)
-        hidden = self.encoder(
-            input_ids=noisy, attention_mask=attention_mask, position_ids=position_ids, **kwargs
-        ).last_hidden_state
-        logits = self.diffusion_head(hidden)
+        encoded = self.encoder(input_ids=noisy, attention_mask=attention_mask, position_ids=position_ids, **kwargs)
+        if output_last_hidden_states_only:
+            return BaseModelOutput(last_hidden_state=encoded.last_hidden_state)
+        logits = self.diffusion_head(encoded.last_hidden_state)
         loss = None
         if labels is not None:
             token_loss = F.cross_entropy(logits[masked_indices], labels[masked_indices], reduction="none")
@@ -84,4 +95,4 @@ class NemotronStandinModel(PreTrainedModel):
             if self.config.dlm_loss_weight is not None:
                 summed = self.config.dlm_loss_weight * summed
             loss = (summed, masked_indices.sum())
-        return NemotronStandinOutput(loss=loss, logits=logits)
+        return NemotronStandinOutputWithPast(loss=loss, logits=logits)
