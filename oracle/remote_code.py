@@ -4,9 +4,10 @@ The built-in oracle (``oracle.nemotron_diffusion``) restates the published contr
 the published code itself, as published, through transformers' remote-code loading, so the two can be
 held to each other bit for bit on the same weights. The folder's classes are imported and probed once
 per process (does it run under this transformers, does it return the contract, is it bidirectional);
-building a model afterwards costs what building the built-in one costs. Only an explicit local folder
-is accepted: a string that is not an existing folder is refused before transformers sees it, so
-nothing is ever looked up on the Hub. Imports nothing from ``impl`` or ``parity``.
+building a model afterwards costs what building the built-in one costs. The loader takes only an
+existing local folder, refused before transformers sees it otherwise, so transformers never looks
+anything up on the Hub; a Hub id is resolved to its snapshot folder beforehand, by
+``activate_remote_code`` through ``oracle.remote_source``. Imports nothing from ``impl`` or ``parity``.
 """
 
 from __future__ import annotations
@@ -15,25 +16,26 @@ import functools
 import json
 import os
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 import torch
 import transformers
 from torch import nn
 from transformers import PreTrainedConfig
-from transformers.dynamic_module_utils import get_class_from_dynamic_module
+from transformers.dynamic_module_utils import get_class_from_dynamic_module, get_relative_imports
 
 from oracle.nemotron_diffusion import TINY_CONFIG, build_tiny_model
+from oracle.remote_source import RemoteCodeSource, first_line, resolve_remote_code, sha256_of
 
-#: Names a local folder holding NVIDIA's ``config.json``, ``configuration_*.py`` and ``modeling_*.py``
-#: (a snapshot of the Hub repository; the weights are not needed). ``--nemotron-remote-code`` in the
-#: test suite names the same thing.
+#: Names NVIDIA's remote code, as ``--nemotron-remote-code`` does: a local folder holding its
+#: ``config.json`` and ``*.py`` (the weights are not needed) or a Hub id ``ORG/NAME[@REVISION]``.
+#: Once activated it names the resolved folder, which is what every model builder reads.
 REMOTE_CODE_ENV = "PARITY_NEMOTRON_REMOTE_CODE"
 
 _EXPECTED = (
     "a local folder holding NVIDIA's config.json, configuration_*.py and modeling_*.py "
-    "(Hub ids are never downloaded)"
+    "(a Hub id is resolved to its snapshot folder by --nemotron-remote-code)"
 )
 #: The auto classes the folder's code must provide; both are loaded from the folder.
 _AUTO_CLASSES = ("AutoConfig", "AutoModel")
@@ -71,10 +73,31 @@ def check_remote_code_folder(folder: str | os.PathLike) -> Path:
                 f"{config_file}: auto_map.{auto_class} = {reference!r} points at another Hub repository; "
                 "only code inside the folder is loaded"
             )
-        module_file = path / (reference.rsplit(".", 1)[0].replace(".", "/") + ".py")
-        if not module_file.is_file():
-            raise ValueError(f"{config_file}: auto_map.{auto_class} = {reference!r} but {module_file} does not exist")
+    code_files(path)
     return path.resolve()
+
+
+def code_files(folder: str | os.PathLike) -> list[str]:
+    """The files the folder's code is made of: ``config.json``, the modules its ``auto_map`` names, and
+    every module those import relatively (``from .x import``), recursively, as transformers copies them.
+
+    A ValueError names the first file missing and who needs it: transformers would fail later, deep
+    in its import machinery.
+    """
+    path = Path(folder)
+    config_file = path / "config.json"
+    auto_map = json.loads(config_file.read_text())["auto_map"]
+    pending = [(auto_map[c].rsplit(".", 1)[0] + ".py", f"{config_file}: auto_map.{c} = {auto_map[c]!r}") for c in _AUTO_CLASSES]
+    found: list[str] = []
+    while pending:
+        name, needed_by = pending.pop(0)
+        if name in found:
+            continue
+        if not (path / name).is_file():
+            raise ValueError(f"{needed_by} but {path / name} does not exist")
+        found.append(name)
+        pending += [(f"{module}.py", f"{path / name} imports .{module}") for module in sorted(get_relative_imports(path / name))]
+    return ["config.json", *sorted(found)]
 
 
 class RemoteCodeError(RuntimeError):
@@ -115,14 +138,9 @@ def remote_classes(folder: str | os.PathLike) -> RemoteClasses:
     except Exception as error:  # an import that fails inside the folder's code
         raise RemoteCodeError(
             f"transformers {transformers.__version__} cannot import the remote code in {path} "
-            f"({type(error).__name__}: {_first_line(error)}); {remedy(path)}"
+            f"({type(error).__name__}: {first_line(error)}); {remedy(path)}"
         ) from None
     return RemoteClasses(path, config_class, model_class, loaded)
-
-
-def _first_line(error: BaseException) -> str:
-    text = str(error).strip()
-    return text.splitlines()[0] if text else type(error).__name__
 
 
 def tiny_remote_config(classes: RemoteClasses, **overrides) -> PreTrainedConfig:
@@ -192,7 +210,7 @@ def check_remote_model(folder: str | os.PathLike, attn_implementation: str = "sd
     except Exception as error:
         raise RemoteCodeError(
             f"transformers {transformers.__version__} cannot run this folder's remote code "
-            f"({type(error).__name__}: {_first_line(error)}); {remedy(classes.folder)}"
+            f"({type(error).__name__}: {first_line(error)}); {remedy(classes.folder)}"
         ) from None
     loss = getattr(output, "loss", None)
     if not (isinstance(loss, tuple) and len(loss) == 2 and getattr(output, "logits", None) is not None):
@@ -268,3 +286,28 @@ def oracle_model_factory(folder: str | os.PathLike | None = None) -> Callable[..
         return model
 
     return build_remote_model
+
+
+def activate_remote_code(named: str | os.PathLike | None = None, require_pinned: bool = False) -> RemoteCodeSource | None:
+    """Set up NVIDIA's code as the oracle model, once per process: the pytest plugin and ``python -m parity`` share it.
+
+    ``named`` (else ``$PARITY_NEMOTRON_REMOTE_CODE``) is resolved to a folder (a Hub id to its snapshot,
+    ``oracle.remote_source``), checked, hashed, loaded and probed; then ``$PARITY_NEMOTRON_REMOTE_CODE``
+    names that folder, so every model this process and its children (DDP ranks, xdist workers) build
+    comes from the files whose hashes the returned source lists. None when nothing is named (the
+    built-in oracle). Raises ``RemoteCodeError`` or ``ValueError``, each one line.
+    """
+    named = named or os.environ.get(REMOTE_CODE_ENV) or None
+    if named is None:
+        return None
+    source = resolve_remote_code(named, require_pinned)
+    try:
+        folder = check_remote_code_folder(source.folder)
+    except ValueError as error:
+        if source.repo_id is None:
+            raise
+        raise ValueError(f"{source.repo_id} at commit {source.commit} holds no usable remote code: {error}") from None
+    files = tuple((name, sha256_of(folder / name)) for name in code_files(folder))
+    check_remote_model(folder)
+    os.environ[REMOTE_CODE_ENV] = str(folder)
+    return replace(source, folder=folder, files=files)

@@ -48,28 +48,29 @@ def report_parser(parser: argparse.ArgumentParser | None = None) -> argparse.Arg
     parser.add_argument("--quiet", action="store_true", help="print only the verdict line and the unexpected failures")
     parser.add_argument("--markdown", metavar="PATH", help="also write the report as GitHub Markdown (e.g. $GITHUB_STEP_SUMMARY)")
     parser.add_argument("--html", metavar="PATH", help="also write one self-contained page with plots (needs the [report] extra)")
-    parser.add_argument("--nemotron-remote-code", metavar="FOLDER", default=None,
-                        help="build the oracle model from NVIDIA's remote code in this local folder (config.json and "
-                             "*.py; default: $PARITY_NEMOTRON_REMOTE_CODE; never a Hub id)")
+    parser.add_argument("--nemotron-remote-code", metavar="FOLDER|ORG/NAME[@REV]", default=None,
+                        help="build the oracle model from NVIDIA's remote code: a local folder (config.json and *.py) or "
+                             "a Hub id read through the Hugging Face cache (default: $PARITY_NEMOTRON_REMOTE_CODE)")
+    parser.add_argument("--require-pinned-revision", action="store_true",
+                        help="refuse a --nemotron-remote-code Hub id whose revision is not a commit hash")
     return parser
 
 
-def use_remote_code(folder: str | None) -> str | None:
-    """Load and probe the remote-code folder once, before any scenario; the oracle model factory then
-    finds it through the environment (as DDP worker processes do). ``None``: the built-in oracle."""
-    import os
+def use_remote_code(parser: argparse.ArgumentParser, args: argparse.Namespace) -> bool:
+    """Set up NVIDIA's code as the oracle once, before any scenario (``oracle.remote_code.activate_remote_code``)
+    and name it on stdout (unless --quiet); False after one line on stderr when it cannot be."""
+    from oracle.remote_code import RemoteCodeError, activate_remote_code
 
-    from oracle.remote_code import REMOTE_CODE_ENV, RemoteCodeError, check_remote_code_folder, check_remote_model
-
-    folder = folder or os.environ.get(REMOTE_CODE_ENV) or None
-    if folder is None:
-        return None
     try:
-        check_remote_model(check_remote_code_folder(folder))
+        source = activate_remote_code(args.nemotron_remote_code, args.require_pinned_revision)
     except (RemoteCodeError, ValueError) as error:
-        return f"error: {error}"
-    os.environ[REMOTE_CODE_ENV] = folder
-    return None
+        print(f"{parser.prog}: error: {error}", file=sys.stderr)
+        return False
+    if source is not None and source.unpinned_warning():
+        print(f"{parser.prog}: warning: {source.unpinned_warning()}", file=sys.stderr)
+    if source is not None and not args.quiet:
+        print("\n".join(source.describe()), flush=True)
+    return True
 
 
 def report(parser: argparse.ArgumentParser, args: argparse.Namespace) -> int:
@@ -94,9 +95,7 @@ def report(parser: argparse.ArgumentParser, args: argparse.Namespace) -> int:
         print(f"{parser.prog}: {problem}", file=sys.stderr)
         return 2
     options = Options(device=device, dtype=args.dtype, seed=args.seed, ddp=args.ddp, examples=args.examples)
-    problem = use_remote_code(args.nemotron_remote_code)
-    if problem:  # one line, no usage text, no traceback
-        print(f"{parser.prog}: {problem}", file=sys.stderr)
+    if not use_remote_code(parser, args):  # one line, no usage text, no traceback
         return 2
 
     from parity.devices import make_deterministic

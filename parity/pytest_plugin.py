@@ -62,9 +62,15 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     group.addoption(
         "--nemotron-remote-code",
         default=None,
-        metavar="PATH",
-        help="local folder with NVIDIA's config.json and remote code: the built-in diffusion oracle is "
-        "checked against it bit for bit (default: $PARITY_NEMOTRON_REMOTE_CODE; never a Hub id)",
+        metavar="FOLDER|ORG/NAME[@REV]",
+        help="NVIDIA's remote code as the oracle model: a local folder with its config.json and *.py, or a Hub id "
+        "read through the Hugging Face cache (config.json and *.py only) (default: $PARITY_NEMOTRON_REMOTE_CODE)",
+    )
+    group.addoption(
+        "--require-pinned-revision",
+        action="store_true",
+        default=False,
+        help="refuse a --nemotron-remote-code Hub id whose revision is not a commit hash",
     )
     group.addoption(
         "--parity-strict-precision",
@@ -84,7 +90,7 @@ def is_parity_session(config: pytest.Config) -> bool:
 def pytest_configure(config: pytest.Config) -> None:
     for name, description in MARKERS.items():
         config.addinivalue_line("markers", f"{name}: {description}")
-    config.parity_target = None
+    config.parity_target = config.parity_remote_code = None
     if not is_parity_session(config):
         return
     # Before Hypothesis's own plugin, which loads ``--hypothesis-profile`` when one is given.
@@ -101,24 +107,43 @@ def pytest_configure(config: pytest.Config) -> None:
         from parity.compare import STRICT_PRECISION_ENV
 
         os.environ[STRICT_PRECISION_ENV] = "1"
-    remote_code = config.getoption("--nemotron-remote-code")
-    if remote_code:  # through the environment, so that DDP worker processes build the same model
-        from oracle.remote_code import REMOTE_CODE_ENV, RemoteCodeError, check_remote_code_folder, check_remote_model
-
-        try:  # loaded and probed once here: a folder this transformers cannot run is a usage error
-            check_remote_model(check_remote_code_folder(remote_code))
-        except (RemoteCodeError, ValueError) as error:
-            raise pytest.UsageError(str(error)) from None
-        os.environ[REMOTE_CODE_ENV] = remote_code
+    config.parity_remote_code = _activate_remote_code(config)
     share_cores(int(os.environ.get("PYTEST_XDIST_WORKER_COUNT", "1")))
 
 
-def pytest_report_header(config: pytest.Config) -> str | None:
+def _activate_remote_code(config: pytest.Config):
+    """NVIDIA's code as the oracle model (``oracle.remote_code.activate_remote_code``): resolved, loaded
+    and probed once here, a bad name or code this transformers cannot run being a usage error. An xdist
+    worker takes the folder the controller resolved (inherited through the environment), so every
+    process runs the same snapshot."""
+    from oracle.remote_code import REMOTE_CODE_ENV, RemoteCodeError, activate_remote_code
+
+    worker = hasattr(config, "workerinput")
+    named = os.environ.get(REMOTE_CODE_ENV) if worker else config.getoption("--nemotron-remote-code")
+    try:
+        source = activate_remote_code(named, config.getoption("--require-pinned-revision") and not worker)
+    except (RemoteCodeError, ValueError) as error:
+        raise pytest.UsageError(str(error)) from None
+    warning = source and source.unpinned_warning()
+    if warning and not worker:
+        config.issue_config_time_warning(UnpinnedRevisionWarning(warning), stacklevel=2)
+    return source
+
+
+class UnpinnedRevisionWarning(UserWarning):
+    """The remote code was named by a branch or tag, which can move: the run names the commit it trusted."""
+
+
+def pytest_report_header(config: pytest.Config) -> list[str] | None:
+    lines = []
     target = getattr(config, "parity_target", None)
-    if target is None:
-        return None
-    installed = f"; {target.requires} {target.version}" if target.requires else ""
-    return f"parity target: {target.name} ({target.description}{installed}); expected to {target.expect}"
+    if target is not None:
+        installed = f"; {target.requires} {target.version}" if target.requires else ""
+        lines.append(f"parity target: {target.name} ({target.description}{installed}); expected to {target.expect}")
+    source = getattr(config, "parity_remote_code", None)
+    if source is not None:
+        lines += source.describe()
+    return lines or None
 
 
 # --- fixtures: each property receives the selected target's interface, or is skipped cleanly ----

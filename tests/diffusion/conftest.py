@@ -1,15 +1,15 @@
-"""Where NVIDIA's own remote code lies on disk, if anywhere (option registered in the root conftest)."""
+"""Where NVIDIA's own remote code lies on disk, if anywhere (option registered by the parity plugin)."""
 
 from __future__ import annotations
 
-import os
+from pathlib import Path
 
 import pytest
 
-from oracle.remote_code import REMOTE_CODE_ENV
-
 
 @pytest.fixture(scope="session")
-def remote_code_folder(pytestconfig: pytest.Config) -> str | None:
-    """The option's folder, else the environment variable's, else None (the checks that need it skip)."""
-    return pytestconfig.getoption("--nemotron-remote-code") or os.environ.get(REMOTE_CODE_ENV) or None
+def remote_code_folder(pytestconfig: pytest.Config) -> Path | None:
+    """The folder the plugin activated from ``--nemotron-remote-code`` or ``$PARITY_NEMOTRON_REMOTE_CODE``
+    (a Hub id's snapshot), else None (the checks that need it skip)."""
+    source = getattr(pytestconfig, "parity_remote_code", None)
+    return None if source is None else source.folder

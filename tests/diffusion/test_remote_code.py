@@ -126,8 +126,8 @@ def _trainer_calls():
 
     case = TrainerCase(examples_per_rank=4, eval_batch_size=3)
     own_noise = TrainerCase(examples_per_rank=3, window_size=1, eps=0.05, eval_batch_size=2)
-    calls = [(WindowedDiffusionTrainer, case), (LogitsDiffusionTrainer, case), (ModelDrawsTrainer, own_noise), (FusedHeadTrainer, case)]
-    return [pytest.param(trainer_class, case, id=trainer_class.__name__) for trainer_class, case in calls]
+    calls = {WindowedDiffusionTrainer: case, LogitsDiffusionTrainer: case, ModelDrawsTrainer: own_noise, FusedHeadTrainer: case}
+    return [pytest.param(trainer_class, case, id=trainer_class.__name__) for trainer_class, case in calls.items()]
 
 
 @pytest.mark.parametrize(("trainer_class", "case"), _trainer_calls())
@@ -189,6 +189,11 @@ def _write(path: Path, text: str) -> Path:
     return path
 
 
+def _without(folder: Path, name: str) -> Path:
+    (folder / name).unlink()
+    return folder
+
+
 def _config_only(folder: Path, config: dict) -> Path:
     _write(folder / "config.json", json.dumps(config))
     return folder
@@ -208,6 +213,10 @@ BAD_FOLDERS = {
     "code missing": (
         lambda tmp: _config_only(tmp, json.loads((STANDIN / "config.json").read_text())),
         "configuration_nemotron_standin.py does not exist",
+    ),
+    "backbone missing": (
+        lambda tmp: _without(_standin_copy(tmp), "modeling_standin_backbone.py"),
+        r"modeling_nemotron_standin.py imports .modeling_standin_backbone but .*modeling_standin_backbone.py does not exist",
     ),
 }
 

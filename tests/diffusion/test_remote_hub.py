@@ -1,0 +1,166 @@
+"""NVIDIA's code named by a Hub id, read from the Hugging Face cache offline (docs/diffusion-model.md).
+
+Each test lays out a cache the way huggingface_hub stores one (``models--ORG--NAME/refs/main`` holding
+a commit, ``snapshots/<commit>/FILE`` linking to ``blobs/<git blob hash>``) with the stand-in's
+files, points huggingface_hub at it, turns it offline and forbids every connection: a test that
+reached the network would fail, not hang.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import socket
+import types
+from pathlib import Path
+
+import pytest
+from huggingface_hub import constants
+
+from oracle.remote_code import REMOTE_CODE_ENV, activate_remote_code, oracle_model_factory
+from parity import pytest_plugin
+
+STANDIN = Path(__file__).resolve().parent.parent / "assets" / "nemotron_standin"
+REPO = "org/standin"
+COMMIT = "c0ffee" + "0" * 34
+STANDIN_FILES = sorted(path.name for path in STANDIN.iterdir() if path.suffix in (".py", ".json"))
+
+
+def lay_out_cache(cache: Path, files: dict[str, bytes], repo: str = REPO, commit: str = COMMIT, ref: str = "main") -> Path:
+    """``files`` as the snapshot of ``repo`` at ``commit``, with ``ref`` pointing at it; the snapshot folder."""
+    repo_folder = cache / f"models--{repo.replace('/', '--')}"
+    snapshot = repo_folder / "snapshots" / commit
+    snapshot.mkdir(parents=True)
+    (repo_folder / "blobs").mkdir()
+    for name, data in files.items():
+        blob = hashlib.sha1(b"blob %d\0" % len(data) + data).hexdigest()  # git's blob id, as the Hub serves it
+        (repo_folder / "blobs" / blob).write_bytes(data)
+        (snapshot / name).symlink_to(Path("../../blobs") / blob)
+    (repo_folder / "refs").mkdir()
+    (repo_folder / "refs" / ref).write_text(commit)
+    return snapshot
+
+
+def standin_files() -> dict[str, bytes]:
+    return {name: (STANDIN / name).read_bytes() for name in STANDIN_FILES}
+
+
+@pytest.fixture
+def cache(tmp_path, monkeypatch) -> Path:
+    """An empty Hugging Face cache, offline, no connection possible; the remote-code variable unset."""
+
+    def no_network(*args, **kwargs):
+        raise AssertionError("network access attempted")
+
+    monkeypatch.setattr(socket.socket, "connect", no_network)
+    monkeypatch.setattr(constants, "HF_HUB_CACHE", str(tmp_path / "hub"))
+    monkeypatch.setattr(constants, "HF_HUB_OFFLINE", True)
+    monkeypatch.delenv(REMOTE_CODE_ENV, raising=False)
+    return tmp_path / "hub"
+
+
+def test_a_hub_id_runs_the_cached_snapshot_and_names_its_commit_and_files(cache):
+    snapshot = lay_out_cache(cache, standin_files())
+    source = activate_remote_code(REPO)
+    assert source.folder == snapshot and source.commit == COMMIT and source.revision is None
+    assert dict(source.files) == {name: hashlib.sha256((STANDIN / name).read_bytes()).hexdigest() for name in STANDIN_FILES}
+    header = source.describe()
+    assert header[0].startswith(f"oracle model: NVIDIA remote code {REPO} at commit {COMMIT} (NOT pinned")
+    assert header[1:] == [f"  sha256 {digest}  {name}" for name, digest in source.files]
+    assert f"running the code of commit {COMMIT}; pin it as {REPO}@{COMMIT}" in source.unpinned_warning()
+    # every builder of the process now loads that snapshot, by the environment DDP ranks inherit
+    model = oracle_model_factory()(0)
+    assert COMMIT in type(model).__module__.split(".")[1]
+
+
+def test_a_commit_pins_the_code(cache):
+    lay_out_cache(cache, standin_files())
+    source = activate_remote_code(f"{REPO}@{COMMIT}", require_pinned=True)
+    assert source.pinned and source.unpinned_warning() is None and source.commit == COMMIT
+    assert "(pinned;" in source.describe()[0]
+
+
+@pytest.mark.parametrize("named", [REPO, f"{REPO}@main"])
+def test_an_unpinned_id_is_refused_when_a_pin_is_required(named, cache):
+    lay_out_cache(cache, standin_files())
+    with pytest.raises(ValueError, match=f"{named} is not pinned and --require-pinned-revision is set"):
+        activate_remote_code(named, require_pinned=True)
+
+
+BAD_SOURCES = {
+    "nothing cached": (None, REPO, f"{REPO} is not in the Hugging Face cache .* and HF_HUB_OFFLINE is set; fetch its code once"),
+    "unknown revision": (standin_files(), f"{REPO}@v2", f"{REPO} is in the cache .*, but not at revision 'v2' .*; cached: main"),
+    "unknown commit": (standin_files(), f"{REPO}@{'f' * 40}", f"but not at revision '{'f' * 40}'"),
+    "no remote code": (
+        {"config.json": b'{"model_type": "llama"}', "README.md": b"weights only"},
+        REPO,
+        f"{REPO} at commit {COMMIT} holds no usable remote code: .*auto_map.AutoConfig is None",
+    ),
+    "a relative import missing": (
+        {name: data for name, data in standin_files().items() if name != "modeling_standin_backbone.py"},
+        REPO,
+        "modeling_nemotron_standin.py imports .modeling_standin_backbone but .*modeling_standin_backbone.py does not exist",
+    ),
+    "neither folder nor id": (None, "no-such-folder", "is neither an existing folder nor a Hub repository id"),
+}
+
+
+@pytest.mark.parametrize("case", BAD_SOURCES)
+def test_bad_remote_code_is_one_line(case, cache):
+    files, named, message = BAD_SOURCES[case]
+    if files is not None:
+        lay_out_cache(cache, files)
+    with pytest.raises(ValueError, match=message) as raised:
+        activate_remote_code(named)
+    assert "\n" not in str(raised.value)
+
+
+def test_the_report_refuses_an_uncached_id_in_one_line(cache, capsys):
+    from parity.__main__ import main
+
+    assert main(["--only", "diffusion-window", "--nemotron-remote-code", REPO]) == 2
+    captured = capsys.readouterr()
+    lines = captured.err.strip().splitlines()
+    assert captured.out == "" and len(lines) == 1 and "is not in the Hugging Face cache" in lines[0]
+
+
+def test_the_report_names_the_oracle_and_warns_of_an_unpinned_id(cache, capsys):
+    from parity.__main__ import report_parser, use_remote_code
+
+    lay_out_cache(cache, standin_files())
+    parser = report_parser()
+    assert use_remote_code(parser, parser.parse_args(["--nemotron-remote-code", REPO]))
+    captured = capsys.readouterr()
+    assert captured.out.splitlines()[0].startswith(f"oracle model: NVIDIA remote code {REPO} at commit {COMMIT}")
+    assert captured.err.startswith(f"{parser.prog}: warning: {REPO} names no revision, which can move")
+
+
+class _Config(types.SimpleNamespace):
+    """The parts of a pytest config the remote-code set-up reads: its options and where warnings go."""
+
+    def getoption(self, name):
+        return self.options[name]
+
+    def issue_config_time_warning(self, warning, stacklevel):
+        self.warnings.append(warning)
+
+
+def test_the_plugin_names_the_oracle_in_the_header_and_warns_once(cache, monkeypatch):
+    lay_out_cache(cache, standin_files())
+    options = {"--nemotron-remote-code": REPO, "--require-pinned-revision": False}
+    config = _Config(options=options, warnings=[], parity_target=None)
+    config.parity_remote_code = pytest_plugin._activate_remote_code(config)
+    assert pytest_plugin.pytest_report_header(config) == config.parity_remote_code.describe()
+    (warning,) = config.warnings
+    assert isinstance(warning, pytest_plugin.UnpinnedRevisionWarning) and COMMIT in str(warning)
+    # an xdist worker runs the folder the controller resolved, and warns nothing
+    worker = _Config(options={**options, "--require-pinned-revision": True}, warnings=[], workerinput={})
+    assert pytest_plugin._activate_remote_code(worker).folder == config.parity_remote_code.folder
+    assert worker.warnings == []
+
+
+def test_the_plugin_refuses_an_unpinned_id_as_a_usage_error(cache):
+    lay_out_cache(cache, standin_files())
+    config = _Config(options={"--nemotron-remote-code": REPO, "--require-pinned-revision": True}, warnings=[])
+    with pytest.raises(pytest.UsageError, match="is not pinned"):
+        pytest_plugin._activate_remote_code(config)
+
