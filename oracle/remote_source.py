@@ -144,7 +144,7 @@ def _not_cached(repo_id: str, revision: str | None, named: str, error: LocalEntr
         )
     return (
         f"{named} is not in the Hugging Face cache {cache} and {why}; fetch its code once online "
-        f"(`hf download {repo_id}{f' --revision {revision}' if revision else ''} --include config.json '*.py'`) "
+        f"(`hf download {repo_id}{f' --revision {revision}' if revision else ''} --include config.json --include '*.py'`) "
         "or set HF_HOME to the cache that holds it"
     )
 

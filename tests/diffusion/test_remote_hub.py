@@ -114,6 +114,35 @@ def test_bad_remote_code_is_one_line(case, cache):
     assert "\n" not in str(raised.value)
 
 
+def _hub_answers(error_class):
+    """What snapshot_download raises when the Hub answers 404 for ``error_class``'s reason."""
+    from huggingface_hub import errors
+
+    response = types.SimpleNamespace(status_code=404, headers={}, request=None)
+    error = getattr(errors, error_class)("the Hub's own words", response=response)
+
+    def snapshot_download(*args, **kwargs):
+        raise error
+
+    return snapshot_download
+
+
+@pytest.mark.parametrize(
+    ("error_class", "message"),
+    [
+        ("RevisionNotFoundError", f"^{REPO} has no revision 'v2' on the Hub$"),
+        ("RepositoryNotFoundError", f"^{REPO} is not a Hub repository this machine may read .*hf auth login"),
+        ("HfHubHTTPError", f"^cannot fetch {REPO}@v2 \\(HfHubHTTPError: the Hub's own words\\)$"),
+    ],
+)
+def test_what_the_hub_answers_is_one_line(error_class, message, cache, monkeypatch):
+    from oracle import remote_source
+
+    monkeypatch.setattr(remote_source, "snapshot_download", _hub_answers(error_class))
+    with pytest.raises(ValueError, match=message):
+        activate_remote_code(f"{REPO}@v2")
+
+
 def test_the_report_refuses_an_uncached_id_in_one_line(cache, capsys):
     from parity.__main__ import main
 
