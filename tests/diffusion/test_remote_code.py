@@ -116,29 +116,29 @@ def test_standin_loads_through_remote_code_as_published():
 
 
 def _trainer_calls():
-    """Each way a trainer of this repository calls the model, with a case of its own tests: impl's two
-    trainers (the published keywords; the logits), the model drawing its own noise (windows of one
-    microbatch), and a fused head on the published hidden states."""
+    """Each way a trainer of this repository calls the model: impl's two trainers (the published keywords;
+    the logits), the model drawing its own noise, and a fused head on the published hidden states."""
     from impl.logits_trainer import LogitsDiffusionTrainer
     from impl.trainer import WindowedDiffusionTrainer
-    from parity.trainer_run import TrainerCase
-    from tests.training.variants import FusedHeadTrainer, ModelDrawsTrainer
+    from tests.training.interleavings import ModelDrawsTrainer
+    from tests.training.variants import FusedHeadTrainer
 
-    case = TrainerCase(examples_per_rank=4, eval_batch_size=3)
-    own_noise = TrainerCase(examples_per_rank=3, window_size=1, eps=0.05, eval_batch_size=2)
-    calls = {WindowedDiffusionTrainer: case, LogitsDiffusionTrainer: case, ModelDrawsTrainer: own_noise, FusedHeadTrainer: case}
-    return [pytest.param(trainer_class, case, id=trainer_class.__name__) for trainer_class, case in calls.items()]
+    trainers = [WindowedDiffusionTrainer, LogitsDiffusionTrainer, ModelDrawsTrainer, FusedHeadTrainer]
+    return [pytest.param(trainer_class, id=trainer_class.__name__) for trainer_class in trainers]
 
 
-@pytest.mark.parametrize(("trainer_class", "case"), _trainer_calls())
-def test_every_trainer_call_holds_on_the_published_surface_alone(trainer_class, case, tmp_path, monkeypatch):
+@pytest.mark.parametrize("trainer_class", _trainer_calls())
+def test_every_trainer_call_holds_on_the_published_surface_alone(trainer_class, tmp_path, monkeypatch):
     """The stand-in has the published surface and nothing of the built-in model's own (``base_model`` is
     the whole model, the output has no hidden states), so a trainer or variant leaning on a built-in-only
     attribute crashes here, in the default run, not only with NVIDIA's files."""
+    from parity.cases import TrainerCase
     from parity.compare import assert_verdict
-    from parity.trainer_run import run_trainer, trainer_verdict
+    from parity.trainer_oracle import trainer_verdict
+    from parity.trainer_run import run_trainer
 
     monkeypatch.setenv(REMOTE_CODE_ENV, str(STANDIN))
+    case = TrainerCase(examples_per_rank=4, eval_batch_size=3)
     assert_verdict(trainer_verdict(case, [run_trainer(trainer_class, case, str(tmp_path))]))
 
 
