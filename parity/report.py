@@ -17,7 +17,8 @@ from typing import Any
 
 import torch
 
-from parity.report_model import VERDICT_ROW, Column, Options, ScenarioResult, oracle_column
+from parity.report_dataset import dataset_scenario
+from parity.report_model import VERDICT_ROW, Column, Options, ScenarioResult
 from parity.targets import Target
 
 
@@ -28,114 +29,6 @@ def _raised(check: Callable[[], object]) -> str | None:
     except AssertionError as failure:
         return str(failure)
     return None
-
-
-# --- dataset cache -------------------------------------------------------------------------------
-
-
-def hazard_summary(hazards) -> str:
-    """A table cell: each hazard's short form, "none" when nothing aliases."""
-    return ", ".join(hazard.short for hazard in hazards) or "none"
-
-
-def dataset_documents(seed: int) -> list:
-    """Eight documents of differing length (1 to 119 tokens) and content, each closed by an EOD:
-    unlike upstream's mock ramps, no two samples look alike, so a sample boundary or index that is
-    off by one shows as a difference."""
-    import numpy as np
-
-    rng = np.random.default_rng(seed)
-    lengths = rng.integers(1, 120, size=8)
-    return [np.append(rng.integers(1, 64, size=length - 1), 0).astype(np.int64) for length in lengths]
-
-
-def dataset_scenario(targets: list[Target], options: Options, progress: Callable[[str], None]) -> ScenarioResult:
-    """Upstream's case: a valid split keeps its padded last sample; a resumed run serves it first.
-
-    Per target: samples differing from the oracle, loss-mask positions wrong, fresh vs resumed
-    disagreements (the required verdict), the aliasing hazards (failing only a target that promises
-    copies), the installed version of an optional target, or the crash when the target raised."""
-    from oracle.gpt_dataset import OracleGPTDataset
-    from parity.dataset_compare import (
-        TargetCrashed,
-        aliasing_hazards,
-        call_target,
-        is_known_crash,
-        last_sample_position,
-    )
-    from parity.dataset_config import GPTDatasetConfig
-
-    documents = dataset_documents(options.seed)
-    config = GPTDatasetConfig(
-        sequence_length=32, vocab_size=64, eod_id=0, split="valid", drop_last_partial_validation_sequence=False
-    )
-    result = ScenarioResult(
-        "dataset-cache",
-        "padded last sample served first: fresh run vs resumed run, every sample vs the oracle",
-        "bitwise (every key, dtype, shape); aliasing is a hazard, required only where copies are promised",
-    )
-    oracle = OracleGPTDataset(documents, config)
-    expected = [oracle[k] for k in range(len(oracle))]
-    for target in targets:
-        progress(f"dataset-cache: {target.name}")
-        version = {"version": target.version}  # of an optional target's package; "-" for this repository's
-        factory = target.load("dataset")
-        try:
-            fresh = call_target("building the dataset", factory, documents, config)
-            resumed = call_target("building the dataset", factory, documents, config)
-            # The resumed run starts on the padded sample; then each index once, as a consumer sees it.
-            call_target("serving", resumed.__getitem__, last_sample_position(resumed))
-            seen_fresh = [call_target(f"serving dataset[{k}]", fresh.__getitem__, k) for k in range(len(fresh))]
-            seen_resumed = [call_target(f"serving dataset[{k}]", resumed.__getitem__, k) for k in range(len(fresh))]
-        except TargetCrashed as crash:
-            known = is_known_crash(crash, target.known_crashes)
-            result.columns.append(
-                Column(target.name, target.expect, None, {**version, "crash": str(crash)}, crashed=str(crash),
-                       known_crash=known, failures={VERDICT_ROW: str(crash)})
-            )
-            continue
-        hazards = aliasing_hazards(list(enumerate(seen_fresh)))
-        seen_fresh = [{key: tensor.clone() for key, tensor in sample.items()} for sample in seen_fresh]
-        result.columns.append(_dataset_column(target, version, seen_fresh, seen_resumed, expected, hazards))
-    result.columns.append(
-        oracle_column({"samples": len(oracle), "samples differing from the oracle": 0, "aliasing hazards": "none"})
-    )
-    return result
-
-
-def _dataset_column(target: Target, version: dict, seen_fresh: list, seen_resumed: list, expected: list, hazards) -> Column:
-    """The resumed run's samples against the oracle's and the fresh run's, each compared once: the
-    figures, the failure (the same messages the dataset properties raise) and where keys differ."""
-    import numpy as np
-
-    from parity.dataset_compare import differing_positions, sample_difference
-
-    against_oracle = {k: sample_difference(sample, expected[k]) for k, sample in enumerate(seen_resumed[: len(expected)])}
-    differing = [k for k, difference in against_oracle.items() if difference is not None]
-    differing += list(range(len(expected), len(seen_resumed)))
-    positions = [differing_positions(seen_resumed[k], expected[k]) for k in against_oracle]
-    differences = {key: np.stack([p[key].numpy() for p in positions]) for key in expected[0]} if positions else {}
-    against_fresh = {k: sample_difference(r, f) for k, (r, f) in enumerate(zip(seen_resumed, seen_fresh, strict=True))}
-    disagreements = [k for k, difference in against_fresh.items() if difference is not None]
-    figures = {
-        **version,
-        "samples": len(seen_fresh),
-        "samples differing from the oracle": len(differing) + max(0, len(expected) - len(seen_fresh)),
-        "loss-mask positions wrong": int(differences["loss_mask"].sum()) if "loss_mask" in differences else 0,
-        "first differing index": differing[0] if differing else None,
-        "fresh vs resumed disagree on": len(disagreements),
-        "aliasing hazards": hazard_summary(hazards),
-    }
-    problems = [f"len(dataset) = {len(seen_fresh)}, oracle {len(expected)}"] if len(seen_fresh) != len(expected) else []
-    problems += [f"dataset[{k}] of a resumed run vs the oracle: {against_oracle[k]}" for k in differing if k in against_oracle]
-    problems += [f"dataset[{k}] of a resumed run vs a run from 0: {against_fresh[k]}" for k in disagreements]
-    notes = {}
-    if target.promises_copies and hazards:
-        problems.append(f"{target.name} promises copies, but: " + "; ".join(map(str, hazards)))
-    elif hazards:
-        notes["aliasing hazards"] = [str(hazard) for hazard in hazards]
-    failures = {VERDICT_ROW: "\n".join(problems)} if problems else {}
-    return Column(target.name, target.expect, not problems, figures, failures=failures, notes=notes, differences=differences)
 
 
 # --- diffusion window ----------------------------------------------------------------------------

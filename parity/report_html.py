@@ -90,7 +90,7 @@ def budget_plot(scenario: str, column: Column) -> str:
     axes.axhline(1.0, color="red", linestyle="--", label="budget")
     first = first_out_of_budget(column.comparisons)
     if first is not None:
-        axes.axvline(first.step, color="red", alpha=0.3, linewidth=6)
+        axes.axvline(first.step, color="red", alpha=0.3, linewidth=6, zorder=0)
         axes.annotate(f"first out of budget: step {first.step} ({first.quantity})", (first.step, 1.0),
                       xytext=(5, 8), textcoords="offset points", color="red", fontsize=8)
     axes.set_yscale("log")
