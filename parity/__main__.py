@@ -45,7 +45,8 @@ def report_parser(parser: argparse.ArgumentParser | None = None) -> argparse.Arg
     parser.add_argument("--examples", type=int, default=3, metavar="N",
                         help="drawn examples per property in the `properties` scenario (default: 3)")
     parser.add_argument("--json", metavar="PATH", help="also write the results as JSON")
-    parser.add_argument("--quiet", action="store_true", help="print only the verdict line and the unexpected failures")
+    parser.add_argument("--quiet", action="store_true",
+                        help="print only the verdict line and the unexpected failures (no progress)")
     parser.add_argument("--markdown", metavar="PATH", help="also write the report as GitHub Markdown (e.g. $GITHUB_STEP_SUMMARY)")
     parser.add_argument("--html", metavar="PATH", help="also write one self-contained page with plots (needs the [report] extra)")
     parser.add_argument("--nemotron-remote-code", metavar="FOLDER|ORG/NAME[@REV]", default=None,
@@ -101,7 +102,7 @@ def report(parser: argparse.ArgumentParser, args: argparse.Namespace) -> int:
     from parity.devices import make_deterministic
 
     make_deterministic(device)
-    results = run_report(targets, options, args.only, _progress)
+    results = run_report(targets, options, args.only, (lambda message: None) if args.quiet else _progress)
     print(format_report(results, quiet=args.quiet))
     if args.json:
         with open(args.json, "w") as handle:

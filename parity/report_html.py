@@ -36,7 +36,7 @@ figure { display: inline-block; margin: 0.5em; }
 
 def _png(figure) -> str:
     buffer = io.BytesIO()
-    figure.savefig(buffer, format="png", dpi=100, bbox_inches="tight")
+    figure.savefig(buffer, format="png", dpi=100)  # the constrained layout already fits titles and legends
     return base64.b64encode(buffer.getvalue()).decode("ascii")
 
 

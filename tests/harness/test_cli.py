@@ -88,7 +88,7 @@ def test_quiet_markdown_and_html_in_one_run(capsys, tmp_path):
     pytest.importorskip("matplotlib")
     markdown, page = tmp_path / "r.md", tmp_path / "r.html"
     assert main(["--only", "dataset-cache", "--quiet", "--markdown", str(markdown), "--html", str(page)]) == 0
-    assert capsys.readouterr().out == "parity: every impl column holds and every known bug is caught\n"
+    assert capsys.readouterr() == ("parity: every impl column holds and every known bug is caught\n", "")
     assert markdown.read_text().startswith("## ✅ parity: every impl column holds and every known bug is caught\n")
     assert page.read_text().count('<img src="data:image/png;base64,') == 3  # a plot per dataset target
 
