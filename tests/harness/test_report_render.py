@@ -254,3 +254,15 @@ def test_a_target_that_crashes_in_a_property_does_not_hold_unless_the_crash_is_k
     (column,) = properties_scenario([known], Options(examples=1), lambda message: None).columns
     assert column.verdict == "within budget (ok)" and not column.failures
     assert column.figures["dataset/matches-oracle"].startswith("crashed (known): the target raised TypeError")
+
+
+def test_a_table_keeps_to_its_width_whatever_its_cells():
+    from parity.text_table import text_table
+
+    header = ["", *(f"target-{'x' * 50}-{k}" for k in range(7))]  # names with no place to break
+    rows = [["a row name longer than any cell may be, by far", *[f"{k} " + "word " * 30 for k in range(7)]]]
+    text = text_table(header, rows, width=WIDTH)
+    assert max(len(line) for line in text.splitlines()) <= WIDTH
+    blocks = text.split("\n\n")
+    assert len(blocks) > 1 and all(block.splitlines()[0].startswith(" ") for block in blocks)  # label column first
+    assert words("".join(text.split())).count("word") == 7 * 30  # every cell whole, only folded
