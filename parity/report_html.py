@@ -36,7 +36,7 @@ figure { display: inline-block; margin: 0.5em; }
 
 def _png(figure) -> str:
     buffer = io.BytesIO()
-    figure.savefig(buffer, format="png", dpi=100)  # the constrained layout already fits titles and legends
+    figure.savefig(buffer, format="png", dpi=100)
     return base64.b64encode(buffer.getvalue()).decode("ascii")
 
 
@@ -67,7 +67,8 @@ def budget_plot(scenario: str, column: Column) -> str:
     """Error / budget per tensor group over the steps, the oracle's own beside it; a base64 PNG."""
     from matplotlib.figure import Figure
 
-    figure = Figure(figsize=(7.6, 3.4), layout="constrained")
+    figure = Figure(figsize=(7.6, 3.4))
+    figure.subplots_adjust(left=0.1, right=0.7, top=0.9, bottom=0.15)  # fixed margins: the legend sits right
     axes = figure.add_subplot()
     ratios = group_ratios(column.comparisons)
     steps = sorted(ratios.get("oracle", {}))
@@ -107,7 +108,8 @@ def differences_plot(scenario: str, column: Column) -> str:
     from matplotlib.figure import Figure
 
     keys = sorted(column.differences)
-    figure = Figure(figsize=(2.2 * len(keys), 2.8), layout="constrained")
+    figure = Figure(figsize=(2.2 * len(keys), 2.8))
+    figure.subplots_adjust(left=0.06, right=0.98, top=0.78, bottom=0.17, wspace=0.35)
     for number, key in enumerate(keys):
         grid = column.differences[key].reshape(column.differences[key].shape[0], -1)
         axes = figure.add_subplot(1, len(keys), number + 1)
