@@ -18,17 +18,8 @@ from typing import Any
 import torch
 
 from parity.report_dataset import dataset_scenario
-from parity.report_model import VERDICT_ROW, Column, Options, ScenarioResult
+from parity.report_model import VERDICT_ROW, Column, Options, ScenarioResult, verdict_column
 from parity.targets import Target
-
-
-def _raised(check: Callable[[], object]) -> str | None:
-    """The message ``check`` fails with (what pytest prints for it), or None when it passes."""
-    try:
-        check()
-    except AssertionError as failure:
-        return str(failure)
-    return None
 
 
 # --- diffusion window ----------------------------------------------------------------------------
@@ -70,7 +61,7 @@ def window_scenario(targets: list[Target], options: Options, progress: Callable[
         progress(f"diffusion-window: {target.name}")
         run = parity_run(target.load("loss"), case, options.device)
         verdict = judge(run.comparisons())
-        result.columns.append(_verdict_column(target, verdict, _window_figures(run, verdict.comparisons)))
+        result.columns.append(verdict_column(target, verdict, _window_figures(run, verdict.comparisons)))
     return result
 
 
@@ -110,19 +101,8 @@ def training_scenario(targets: list[Target], options: Options, progress: Callabl
         }
         figures |= _training_figures(verdict.comparisons, record.eval_loss)
         figures["kinds"] = ", ".join(verdict.kinds) or "-"
-        result.columns.append(_verdict_column(target, verdict, figures))
+        result.columns.append(verdict_column(target, verdict, figures))
     return result
-
-
-def _verdict_column(target: Target, verdict, figures: dict[str, Any]) -> Column:
-    """A column judged by a ``Verdict``: the failure as ``assert_verdict`` raises it (what pytest
-    prints for the property), the precision notes of a passing one, the comparisons for the plots."""
-    from parity.compare import assert_verdict
-
-    failure = _raised(lambda: assert_verdict(verdict))
-    notes = [comparison.describe() for comparison in verdict.notes]
-    return Column(target.name, target.expect, verdict.holds, figures, failures={VERDICT_ROW: failure} if failure else {},
-                  notes={VERDICT_ROW: notes} if notes else {}, comparisons=verdict.comparisons)
 
 
 def _training_figures(comparisons: list, eval_loss: float | None) -> dict[str, Any]:

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from parity.report_model import VERDICT_ROW, Column, Options, ScenarioResult, oracle_column
+from parity.report_model import VERDICT_ROW, Column, Options, ScenarioResult, oracle_column, verdict_column
 from parity.targets import Target
 
 
@@ -83,9 +83,11 @@ def dataset_scenario(targets: list[Target], options: Options, progress: Callable
 
 def _dataset_column(target: Target, version: dict, seen_fresh: list, seen_resumed: list, expected: list, hazards) -> Column:
     """The resumed run's samples against the oracle's and the fresh run's, each compared once: the
-    figures, the failure (the same messages the dataset properties raise) and where keys differ."""
+    figures, where keys differ, and the verdict: a ``mismatch`` for samples that differ (in the words
+    the dataset properties use), a ``hazard`` for aliasing where the target promises copies."""
     import numpy as np
 
+    from parity.compare import Finding, judge
     from parity.dataset_compare import differing_positions, sample_difference
 
     against_oracle = {k: sample_difference(sample, expected[k]) for k, sample in enumerate(seen_resumed[: len(expected)])}
@@ -104,13 +106,19 @@ def _dataset_column(target: Target, version: dict, seen_fresh: list, seen_resume
         "fresh vs resumed disagree on": len(disagreements),
         "aliasing hazards": hazard_summary(hazards),
     }
-    problems = [f"len(dataset) = {len(seen_fresh)}, oracle {len(expected)}"] if len(seen_fresh) != len(expected) else []
-    problems += [f"dataset[{k}] of a resumed run vs the oracle: {against_oracle[k]}" for k in differing if k in against_oracle]
-    problems += [f"dataset[{k}] of a resumed run vs a run from 0: {against_fresh[k]}" for k in disagreements]
-    notes = {}
+    against_the_oracle = [f"len(dataset) = {len(seen_fresh)}, oracle {len(expected)}"] if len(seen_fresh) != len(expected) else []
+    against_the_oracle += [
+        f"dataset[{k}] of a resumed run vs the oracle: {against_oracle[k]}" for k in differing if k in against_oracle
+    ]
+    findings = [Finding("mismatch", "\n".join(against_the_oracle))] if against_the_oracle else []
+    if disagreements:
+        findings.append(Finding("mismatch", "\n".join(
+            f"dataset[{k}] of a resumed run vs a run from 0: {against_fresh[k]}" for k in disagreements
+        )))
     if target.promises_copies and hazards:
-        problems.append(f"{target.name} promises copies, but: " + "; ".join(map(str, hazards)))
-    elif hazards:
-        notes["aliasing hazards"] = [str(hazard) for hazard in hazards]
-    failures = {VERDICT_ROW: "\n".join(problems)} if problems else {}
-    return Column(target.name, target.expect, not problems, figures, failures=failures, notes=notes, differences=differences)
+        findings.append(Finding("hazard", f"{target.name} promises copies, but: " + "; ".join(map(str, hazards))))
+    column = verdict_column(target, judge([], findings), figures)
+    if hazards and not target.promises_copies:
+        column.notes["aliasing hazards"] = [str(hazard) for hazard in hazards]
+    column.differences = differences
+    return column

@@ -82,6 +82,20 @@ class ScenarioResult:
         return all(column.as_expected for column in self.columns)
 
 
+def verdict_column(target, verdict, figures: dict[str, Any]) -> Column:
+    """A target's column judged by a ``parity.compare.Verdict``: the failure as ``assert_verdict``
+    raises it (the text pytest prints for the property), a passing verdict's precision notes, the
+    comparisons for the plots."""
+    from parity.compare import ParityFailure
+
+    notes = [comparison.describe() for comparison in verdict.notes]
+    return Column(
+        target.name, target.expect, verdict.holds, figures,
+        failures={} if verdict.holds else {VERDICT_ROW: str(ParityFailure(verdict))},
+        notes={VERDICT_ROW: notes} if notes else {}, comparisons=verdict.comparisons,
+    )
+
+
 def oracle_column(figures: dict[str, Any]) -> Column:
     """The reference's own figures beside the targets'; it has no verdict of its own."""
     return Column(ORACLE, "reference", None, figures)
