@@ -5,8 +5,8 @@
     @given(case=dataset_cases())
     def test_my_dataset(case): ...
 
-Each area's module holds its case type, its strategies and its explicit (upstream) cases:
-:mod:`parity.strategies.dataset`, :mod:`parity.strategies.diffusion`, :mod:`parity.strategies.training`.
+Each area's module holds its strategies and its explicit (upstream) cases: :mod:`parity.strategies.dataset`,
+:mod:`parity.strategies.diffusion`, :mod:`parity.strategies.training`; the case types are :mod:`parity.cases`.
 """
 
 from parity.strategies.dataset import (
