@@ -203,23 +203,36 @@ class Draws(Protocol):
 
     def fraction(self, low: float, high: float) -> float: ...
 
+    def label(self, text: str) -> None:
+        """Say what was drawn (Hypothesis's ``event``; nothing for a plain random source)."""
+
 
 #: eps values that matter besides the published one: a middling one, and two where p is never small.
 NOTABLE_EPS = (0.05, 0.5, 1.0)
 #: A rank is all prompt (realizes no mask) one time in this many.
 EMPTY_RANK_ONE_IN = 6
+#: One run in this many is drawn from the whole space; the others where a wrong count can show.
+WHOLE_SPACE_ONE_IN = 4
 
 
 def draw_trainer_case(draw: Draws, world_size: int = 1, dtypes: Sequence[str] = DTYPES) -> TrainerCase:
-    """The declared space of whole runs. Every choice falls back (shrinks) to the simplest value:
-    False before True, the published eps first."""
-    rows = draw.integer(1, 6)
+    """The declared space of whole runs, weighted towards runs that can reveal a normalisation or
+    noise bug: three in four have windows of several microbatches and evaluate in several batches
+    (so counts can differ within a window and between batches); the fourth comes from the whole
+    space, single-microbatch windows and no evaluation included. Every choice falls back (shrinks)
+    to the simplest value: the weighted part first, False before True, the published eps first."""
+    weighted = draw.integer(1, WHOLE_SPACE_ONE_IN) < WHOLE_SPACE_ONE_IN
+    draw.label("whole run: windows of several microbatches, several evaluation batches" if weighted else "whole run: any")
+    rows = draw.integer(2, 6) if weighted else draw.integer(1, 6)
+    window_size = draw.integer(2, 3) if weighted else draw.integer(1, 3)
+    evaluate = weighted or not draw.boolean()
+    eval_batch_size = draw.integer(1, rows - 1) if weighted else draw.integer(0, rows)
     eps = PUBLISHED_EPS
     if draw.boolean():
         eps = draw.choice(NOTABLE_EPS) if draw.boolean() else draw.fraction(PUBLISHED_EPS, 1.0)
     return TrainerCase(
         examples_per_rank=rows,
-        window_size=draw.integer(1, 3),
+        window_size=window_size,
         max_length=draw.integer(2, 10),
         data_seed=draw.integer(0, 2**16),
         noise_seed=draw.integer(0, 2**16),
@@ -228,7 +241,7 @@ def draw_trainer_case(draw: Draws, world_size: int = 1, dtypes: Sequence[str] = 
         dtype=draw.choice(dtypes),
         average_tokens_across_devices=not draw.boolean(),
         empty_ranks=tuple(r for r in range(world_size) if draw.integer(1, EMPTY_RANK_ONE_IN) == EMPTY_RANK_ONE_IN),
-        evaluate=not draw.boolean(),
-        eval_batch_size=draw.integer(0, rows),
+        evaluate=evaluate,
+        eval_batch_size=eval_batch_size,
         eps=eps,
     )

@@ -62,6 +62,9 @@ class _RandomDraws:
     def fraction(self, low: float, high: float) -> float:
         return self._rng.uniform(low, high)
 
+    def label(self, text: str) -> None:
+        """Drawn cases are named by their JSON, not labelled."""
+
 
 def drawn_cases(count: int, seed: int, trainer_class, world_size: int = 2) -> dict[str, TrainerCase]:
     """``count`` cases drawn from ``seed`` out of the declared space, skipping those the eps rule

@@ -8,13 +8,14 @@ from __future__ import annotations
 import tempfile
 from dataclasses import replace
 
-from hypothesis import reject
+from hypothesis import event, reject
+from hypothesis.control import currently_in_test_context
 
 from parity.cases import TrainerCase
 from parity.compare import assert_verdict
 from parity.targets import ConfigDeclined
 from parity.trainer_oracle import trainer_verdict
-from parity.trainer_run import run_trainer
+from parity.trainer_run import TrainerRecord, run_trainer
 
 
 def check_training_run(trainer_class, case: TrainerCase, device: str = "cpu") -> list[str]:
@@ -31,5 +32,19 @@ def check_training_run(trainer_class, case: TrainerCase, device: str = "cpu") ->
             record = run_trainer(trainer_class, case, folder)
         except ConfigDeclined:
             reject()
+    if currently_in_test_context():
+        for text in realized(record):
+            event(text)
     verdict = assert_verdict(trainer_verdict(case, [record]))
     return [comparison.describe() for comparison in verdict.notes]
+
+
+def realized(record: TrainerRecord) -> list[str]:
+    """What the run realized that a wrong count needs in order to show (Hypothesis events)."""
+    windows = [[int(draw.masked_indices.sum()) for draw in window] for window in record.train_draws]
+    batches = {int(draw.masked_indices.sum()) for draw in record.eval_draws}
+    return [
+        "training: a window whose microbatches realized unequal counts"
+        if any(len(set(counts)) > 1 for counts in windows) else "training: no window with unequal counts",
+        "evaluation: batches of unequal counts" if len(batches) > 1 else "evaluation: no batches of unequal counts",
+    ]

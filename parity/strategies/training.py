@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+from hypothesis import event
 from hypothesis import strategies as st
 
 from parity.cases import PUBLISHED_EPS, TrainerCase, draw_trainer_case
@@ -27,6 +28,9 @@ class _HypothesisDraws:
 
     def fraction(self, low: float, high: float) -> float:
         return self._draw(st.floats(low, high))
+
+    def label(self, text: str) -> None:
+        event(text)
 
 
 @st.composite
