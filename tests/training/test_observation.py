@@ -44,8 +44,8 @@ CASE = TrainerCase(examples_per_rank=3, evaluate=True, eval_batch_size=2)
 @pytest.mark.parametrize(
     "trainer_class, says",
     [
-        (PrivateGeneratorTrainer, "no consistent account of the run's noise"),
-        (SwappedDrawOrderTrainer, "no consistent account of the run's noise"),
+        (PrivateGeneratorTrainer, "The global generator did not move between its batch's collation and its forward"),
+        (SwappedDrawOrderTrainer, "forward 0: no consistent account of the run's noise explains its masks. Tried as"),
         (WrongEpsTrainer, "eps = 0.05 (declared by the trainer)"),
         (ReseedingTrainer, "re-seeded it or drew from it"),
     ],
