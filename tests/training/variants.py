@@ -123,12 +123,13 @@ class ReseedingTrainer(LogitsDiffusionTrainer):
 
 
 class FusedHeadTrainer(LogitsDiffusionTrainer):
-    """A fused-head path: asks the model for its last hidden states only, the published way
-    (``output_last_hidden_states_only=True``, so the model never applies its head), and applies the
-    output embedding only to the masked positions (single process: it bypasses DDP)."""
+    """A fused-head path: runs the published backbone itself (``model.encoder``, as NVIDIA's own
+    generation code does; not ``base_model``, which on NVIDIA's class is the whole model) and applies
+    the output embedding only to the masked positions, never calling the model's own forward (single
+    process: it bypasses DDP)."""
 
     def forward_and_sum(self, model, noisy, targets, masked, p):
-        hidden = self.model(input_ids=noisy, output_last_hidden_states_only=True).last_hidden_state
+        hidden = self.model.encoder(input_ids=noisy).last_hidden_state
         head = self.model.get_output_embeddings()
         chosen = hidden[masked]
         total = chosen.sum() * 0  # nothing masked: a zero that keeps its gradient path
