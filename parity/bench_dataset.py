@@ -16,7 +16,7 @@ import numpy as np
 import torch
 
 from impl.gpt_dataset import GPTDataset
-from impl.mock_data import mock_documents
+from parity.strategies.mock_data import mock_documents
 from oracle.gpt_dataset import OracleGPTDataset
 from parity.dataset_config import GPTDatasetConfig
 

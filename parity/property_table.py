@@ -150,6 +150,11 @@ def _dataset():
     return dataset
 
 
+def _corners() -> list[dict]:
+    """The dataset corners, each an explicit example (parity.strategies.dataset.corner_cases)."""
+    return [{"case": case} for case in _dataset().corner_cases()]
+
+
 def _diffusion():
     from parity.strategies import diffusion
 
@@ -168,7 +173,7 @@ PROPERTIES: tuple[Property, ...] = (
         interface="dataset",
         check="parity.properties.dataset:check_matches_oracle",
         arguments=lambda: {"case": _dataset().dataset_cases()},
-        examples=lambda: [{"case": _dataset().UPSTREAM_PR_CASE}, {"case": _dataset().MOCK_DATA_CASE}],
+        examples=lambda: [{"case": _dataset().UPSTREAM_PR_CASE}, {"case": _dataset().MOCK_DATA_CASE}, *_corners()],
         catches=CACHE_BUGS,
         hunted=True,
     ),
@@ -177,7 +182,10 @@ PROPERTIES: tuple[Property, ...] = (
         interface="dataset",
         check="parity.properties.dataset:check_resume_agrees",
         arguments=lambda: {"resumed": _dataset().resumed_cases()},
-        examples=lambda: [{"resumed": (_dataset().MOCK_DATA_CASE, 1)}],
+        examples=lambda: [
+            {"resumed": (_dataset().MOCK_DATA_CASE, 1)},
+            *({"resumed": (case, case.length - 1)} for case in _dataset().corner_cases()),
+        ],
         catches=CACHE_BUGS,
         hunted=True,
     ),
@@ -186,7 +194,10 @@ PROPERTIES: tuple[Property, ...] = (
         interface="dataset",
         check="parity.properties.dataset:check_edits_do_not_leak",
         arguments=lambda: {"case": _dataset().dataset_cases(), "edit": st.sampled_from(_dataset().EDITS)},
-        examples=lambda: [{"case": _dataset().MOCK_DATA_CASE, "edit": "add_one"}],
+        examples=lambda: [
+            {"case": _dataset().MOCK_DATA_CASE, "edit": "add_one"},
+            *({**corner, "edit": _dataset().EDITS[n % 2]} for n, corner in enumerate(_corners())),
+        ],
         only_if="promises_copies",
     ),
     Property(
@@ -194,7 +205,7 @@ PROPERTIES: tuple[Property, ...] = (
         interface="dataset",
         check="parity.properties.dataset:check_aliasing_hazards",
         arguments=lambda: {"case": _dataset().dataset_cases()},
-        examples=lambda: [{"case": _dataset().MOCK_DATA_CASE}],
+        examples=lambda: [{"case": _dataset().MOCK_DATA_CASE}, *_corners()],
         kind="hazard",
     ),
     Property(
@@ -212,14 +223,18 @@ PROPERTIES: tuple[Property, ...] = (
         interface="dataset",
         check="parity.properties.dataset:check_indices_match_oracle",
         arguments=lambda: {"case": _dataset().dataset_cases()},
-        examples=lambda: [{"case": _dataset().UPSTREAM_PR_CASE}],
+        examples=lambda: [{"case": _dataset().UPSTREAM_PR_CASE}, *_corners()],
     ),
     Property(
         name="diffusion/window-parity",
         interface="loss",
         check="parity.properties.diffusion:check_window_parity",
         arguments=lambda: {"case": _diffusion().window_cases()},
-        examples=lambda: [{"case": _diffusion().SEED_SCENARIO}, {"case": _diffusion().SEED_SCENARIO_BF16}],
+        examples=lambda: [
+            {"case": _diffusion().SEED_SCENARIO},
+            {"case": _diffusion().SEED_SCENARIO_BF16},
+            *({"case": case} for case in _diffusion().corner_cases()),
+        ],
         devices=DEVICES,
         catches=("known-bug:local-mean",),
         hunted=True,
@@ -229,6 +244,11 @@ PROPERTIES: tuple[Property, ...] = (
         interface="loss",
         check="parity.properties.diffusion:check_regrouping",
         arguments=lambda: {"case": _diffusion().window_cases(), "rows_per_microbatch": st.integers(1, 4)},
+        # The corners where re-cutting can matter: unequal counts in a window of several microbatches.
+        examples=lambda: [
+            {"case": case, "rows_per_microbatch": 1 + n % 4}
+            for n, case in enumerate(_diffusion().corners_where(a_window_of_unequal_counts=True))
+        ],
         devices=DEVICES,
     ),
     Property(
@@ -237,6 +257,7 @@ PROPERTIES: tuple[Property, ...] = (
         interface="loss",
         check="parity.properties.diffusion:check_window_parity",
         arguments=lambda: {"case": _diffusion().window_cases(window_size=1)},
+        examples=lambda: [{"case": case} for case in _diffusion().corners_where(microbatches_a_window="one")],
         devices=DEVICES,
     ),
     Property(
@@ -244,6 +265,7 @@ PROPERTIES: tuple[Property, ...] = (
         interface="loss",
         check="parity.properties.diffusion:check_empty_window_is_a_finite_zero",
         arguments=lambda: {"case": _diffusion().window_cases(empty_first_window=True)},
+        examples=lambda: [{"case": case} for case in _diffusion().corners_where(a_window_masks_nothing=True)],
         devices=DEVICES,
     ),
     Property(
@@ -251,6 +273,9 @@ PROPERTIES: tuple[Property, ...] = (
         interface="loss",
         check="parity.properties.diffusion:check_draws_match_the_oracle",
         arguments=lambda: {"case": _diffusion().window_cases(), "eos": st.sampled_from([_diffusion().EOS, None])},
+        examples=lambda: [
+            {"case": case, "eos": (_diffusion().EOS, None)[n % 2]} for n, case in enumerate(_diffusion().corner_cases())
+        ],
         kind="noise",
     ),
     Property(

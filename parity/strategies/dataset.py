@@ -4,24 +4,36 @@ Shapes, rates and a seed are drawn; the token arrays are then built by a numpy G
 seed, so a case shrinks through a handful of integers rather than thousands of token draws. Cases
 stay small (a few documents, sequences of at most 24 tokens) so the oracle's loops stay cheap.
 
-Every corner of docs/dataset.md is reachable: every split with either value of
-``drop_last_partial_validation_sequence`` (train and test ignore it), token totals that land exactly
-on a sample boundary (with and without the extra token, with and without ``num_samples``), empty
-and one-token documents, in-vocabulary pad ids that occur in the data, multi-epoch runs with and
-without a separately shuffled final epoch. The config type is the harness's
+The corners of docs/dataset.md are the values of :data:`SWITCHES`: the three mask switches
+``reset_position_ids``, ``reset_attention_mask``, ``eod_mask_loss`` (all eight settings),
+``create_attention_mask``, every split with either value of ``drop_last_partial_validation_sequence``
+(train and test ignore it), the extra token, token totals anywhere, exactly on a sample boundary, or
+exactly what ``num_samples`` asks for, one epoch or several (given, or derived from
+``num_samples`` with and without a separately shuffled final epoch), in-vocabulary pads in the data,
+empty and one-token documents, and what is served first. Every one is in the default run on
+purpose: :func:`corner_cases` builds one explicit example per row of a covering array over them
+(every value, every pair of values, all eight mask settings, every split with either flag, an exact
+boundary with and without the extra token). The random search labels what it reached with
+``hypothesis.event`` (``pytest --hypothesis-show-statistics``). The config type is the harness's
 (:mod:`parity.dataset_config`); the dataset under test always comes from the ``dataset_factory``
 fixture, never from here.
 """
 
 from __future__ import annotations
 
+import functools
+from dataclasses import replace
+
 import numpy as np
+from hypothesis import event
 from hypothesis import strategies as st
 
-from impl.mock_data import mock_documents
-from oracle.gpt_indices import sample_count
+from oracle.gpt_indices import num_epochs as oracle_num_epochs
+from oracle.gpt_indices import sample_count, separate_final_epoch
 from parity.cases import DatasetCase, samples_supplied
 from parity.dataset_config import SPLITS, GPTDatasetConfig
+from parity.strategies.covering import Row, covering_array, labels, every_combination
+from parity.strategies.mock_data import mock_documents
 
 
 SEEDS = st.integers(0, 2**32 - 1)
@@ -36,8 +48,9 @@ _SOME_RESETS = tuple((p, a, e) for p in (False, True) for a in (False, True) for
 RESET_FLAGS = st.sampled_from((NO_RESETS,) * 21 + _SOME_RESETS)
 #: How the token total relates to the sample boundaries: anywhere, or exactly on one.
 BOUNDARIES = st.sampled_from(("any", "exact"))
-#: ``num_samples``: none, exactly one epoch's worth (a boundary), or any count up to several epochs.
-NUM_SAMPLES_KINDS = st.sampled_from(("none", "one-epoch", "any"))
+#: ``num_samples``: none, exactly what one or more whole epochs supply (on an exact boundary, the
+#: tokens reach ``num_samples * L + extra`` exactly), or any count up to several epochs.
+NUM_SAMPLES_KINDS = st.sampled_from(("none", "whole epochs", "any"))
 
 
 def dataset_cases(
@@ -110,8 +123,8 @@ def _dataset_cases(draw, lengths, num_epochs, max_sequence_length: int, max_epoc
     if config.num_epochs is not None:  # at most what the given epochs supply
         if kind != "none":
             num_samples = draw(st.integers(1, sample_count(config.num_epochs * tokens, config)))
-    elif kind == "one-epoch":
-        num_samples = per_epoch  # tokens reach num_samples * L + extra exactly on an exact boundary
+    elif kind == "whole epochs":
+        num_samples = samples_supplied(config, draw(st.integers(1, max_epochs)) * tokens)
     elif kind == "any":
         num_samples = draw(st.integers(1, max(1, max_epochs * per_epoch)))
     config = GPTDatasetConfig(**config_fields, num_samples=num_samples)
@@ -119,7 +132,10 @@ def _dataset_cases(draw, lengths, num_epochs, max_sequence_length: int, max_epoc
     # -1 stands for None (a batch-padding sample).
     positions = draw(st.lists(st.integers(-1, length - 1), max_size=6))
     serve_order = tuple(None if position == -1 else position for position in positions)
-    return DatasetCase(docs, config, serve_order, draw(st.booleans()))
+    case = DatasetCase(docs, config, serve_order, draw(st.booleans()))
+    for label in labels(realized_switches(case)):
+        event(label)
+    return case
 
 
 def _draw_documents(draw, lengths, vocab_size: int, eod_id: int, pad_id: int):
@@ -196,3 +212,130 @@ MEGATRON_CRASH_CASE = DatasetCase(
         random_seed=0,
     ),
 )
+
+
+# --- the corners, each in the default run on purpose -------------------------------------------------
+
+MASK_SWITCHES = ("reset_position_ids", "reset_attention_mask", "eod_mask_loss")
+#: The switches that are config fields of the same name.
+CONFIG_SWITCHES = ("split", "drop_last_partial_validation_sequence", "add_extra_token", "create_attention_mask", *MASK_SWITCHES)
+#: Every corner of docs/dataset.md, as the values of a switch; :func:`realized_switches` reads them off a case.
+SWITCHES: dict[str, tuple] = {
+    # How many epochs, and what decides it (num_epochs is a harness extension megatron-core declines).
+    "epochs": ("one", "one, from num_samples", "num_epochs", "several, from num_samples", "several, final epoch apart"),
+    # Where the token total of all epochs lands: anywhere, exactly on a sample boundary, or exactly on
+    # ``num_samples * L + extra``.
+    "total": ("anywhere", "on a sample boundary", "num_samples reached exactly"),
+    "pad": ("in the data", "in vocabulary, absent", "out of vocabulary"),
+    "documents": ("an empty one", "a one-token one", "none shorter than two"),
+    # What a fresh instance serves first (what fills the cache).
+    "served first": ("the last sample", "a batch-padding sample", "shuffle positions"),
+    "split": SPLITS,
+    "drop_last_partial_validation_sequence": (True, False),
+    "add_extra_token": (True, False),
+    "create_attention_mask": (True, False),
+    **{name: (False, True) for name in MASK_SWITCHES},
+}
+#: Combinations the corner cases must hold beyond every pair: the mask switches act together, the
+#: flag only matters on the valid split, and an exact boundary matters with and without the extra token.
+REQUIRED = (
+    every_combination(SWITCHES, *MASK_SWITCHES)
+    + every_combination(SWITCHES, "split", "drop_last_partial_validation_sequence")
+    + [{"total": "on a sample boundary", "epochs": "one", "add_extra_token": extra} for extra in (True, False)]
+)
+
+
+def possible(row: Row) -> bool:
+    """``num_samples`` reached exactly needs a ``num_samples``, and leaves a whole final epoch."""
+    return not (row.get("total") == "num_samples reached exactly" and row.get("epochs") in ("one", "several, final epoch apart"))
+
+
+def realized_switches(case: DatasetCase) -> Row:
+    """The value of every switch of :data:`SWITCHES` that ``case`` realizes (the oracle's formulas)."""
+    config, lengths = case.config, [len(document) for document in case.documents]
+    tokens = sum(lengths)
+    epochs = oracle_num_epochs(tokens, config)
+    total = epochs * tokens
+    if config.num_epochs is not None:
+        how_many = "num_epochs"
+    elif config.num_samples is None:
+        how_many = "one"
+    elif epochs == 1:
+        how_many = "one, from num_samples"
+    else:
+        apart = separate_final_epoch(tokens, epochs, config)
+        how_many = "several, final epoch apart" if apart else "several, from num_samples"
+    if config.num_samples is not None and total == config.num_samples * config.sequence_length + config.extra:
+        boundary = "num_samples reached exactly"
+    else:
+        boundary = "on a sample boundary" if (total - config.extra) % config.sequence_length == 0 else "anywhere"
+    if config.pad_id < 0:
+        pad = "out of vocabulary"
+    else:
+        pad = "in the data" if any((document == config.pad_id).any() for document in case.documents) else "in vocabulary, absent"
+    shortest = min(lengths)
+    first = "the last sample" if case.last_sample_first else "shuffle positions"
+    if not case.last_sample_first and case.serve_order[:1] == (None,):
+        first = "a batch-padding sample"
+    return {
+        "epochs": how_many,
+        "total": boundary,
+        "pad": pad,
+        "documents": ("an empty one", "a one-token one")[shortest] if shortest < 2 else "none shorter than two",
+        "served first": first,
+        **{name: getattr(config, name) for name in CONFIG_SWITCHES},
+    }
+
+
+@functools.cache
+def corner_cases() -> tuple[DatasetCase, ...]:
+    """One case per row of the covering array over :data:`SWITCHES` (:data:`REQUIRED` included)."""
+    return tuple(corner_case(row, number) for number, row in enumerate(covering_array(SWITCHES, REQUIRED, possible)))
+
+
+def corner_case(row: Row, number: int) -> DatasetCase:
+    """The case that realizes ``row``; ``number`` seeds its tokens and shuffle and picks L (3 or 5:
+    odd, so that two epochs can end on any boundary)."""
+    rng = np.random.default_rng(number)
+    length, extra = (3, 5)[number % 2], int(row["add_extra_token"])
+    eod_id, pad_id, vocab_size = 0, 7, 12
+    # Three documents of more than L tokens: at least three samples per epoch, so that a final epoch
+    # supplying one of them is shuffled apart.
+    short = {"an empty one": [0], "a one-token one": [1]}.get(row["documents"], [])
+    lengths = [*short, *(int(size) for size in rng.integers(length + 1, length + 4, 3))]
+    epochs = 1 if row["epochs"].startswith("one") else 2
+    on_boundary = row["total"] != "anywhere"
+    while ((epochs * sum(lengths) - extra) % length == 0) != on_boundary:
+        lengths[-1] += 1
+    documents = []
+    for size in lengths:
+        document = rng.choice([token for token in range(1, vocab_size) if token != pad_id], size=size)
+        document[rng.random(size) < 0.2] = eod_id
+        if row["pad"] == "in the data":
+            document[rng.random(size) < 0.2] = pad_id
+        documents.append(document.astype(np.int64))
+    if row["pad"] == "in the data":
+        documents[-1][0] = pad_id
+    if documents[-1].size:
+        documents[-1][-1] = eod_id
+    config = GPTDatasetConfig(
+        sequence_length=length,
+        vocab_size=vocab_size,
+        eod_id=eod_id,
+        pad_id=-1 if row["pad"] == "out of vocabulary" else pad_id,
+        random_seed=number,
+        num_epochs=2 if row["epochs"] == "num_epochs" else None,
+        **{name: row[name] for name in CONFIG_SWITCHES},
+    )
+    tokens = sum(lengths)
+    exact = (epochs * tokens - extra) // length  # with on_boundary: num_samples * L + extra == the total
+    num_samples = {
+        "one, from num_samples": exact - (row["total"] == "on a sample boundary"),
+        "num_epochs": exact if row["total"] == "num_samples reached exactly" else None,
+        "several, from num_samples": exact - (row["total"] == "on a sample boundary"),
+        "several, final epoch apart": (tokens - extra) // length + 1,
+    }.get(row["epochs"])
+    serve_order = {"a batch-padding sample": (None, 1), "shuffle positions": (1, 0)}.get(row["served first"], ())
+    return DatasetCase(
+        tuple(documents), replace(config, num_samples=num_samples), serve_order, row["served first"] == "the last sample"
+    )

@@ -8,7 +8,7 @@ import torch
 
 from parity.dataset_config import GPTDatasetConfig
 from impl.known_bugs.cache_alias import CacheAliasGPTDataset
-from impl.mock_data import mock_documents
+from parity.strategies.mock_data import mock_documents
 from oracle.gpt_dataset import OracleGPTDataset
 
 

@@ -1,5 +1,7 @@
 """Mock documents as upstream's ``MockGPTLowLevelDataset`` (``--mock-data``) builds them (docs/dataset.md, Mock data).
 
+Test data of the harness (an explicit example and the dataset benchmark use it), not production code.
+
 Every document is the same ramp ``1, 2, 3, ...`` (modulo the vocabulary) closed by an EOD, so any
 in-vocabulary pad id occurs as ordinary data in almost every sample: the input that makes the
 cache bug fire on nearly every sample instead of only on the padded last one.

@@ -1,0 +1,78 @@
+"""Datasets broken in one corner only: impl's, with ``position_ids`` off by one in every sample of that corner.
+
+One per setting of the three mask switches, one per split with either value of
+``drop_last_partial_validation_sequence``, one per kind of exact boundary (the token total on a
+sample boundary with and without the extra token, without ``num_samples`` or reaching it exactly).
+Outside its corner each serves exactly what impl serves. Loaded as targets by name
+(``tests.quality.broken_datasets:NAME``), like any dataset factory.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from itertools import product
+
+from impl.gpt_dataset import SPLITS, GPTDataset
+
+Corner = Callable[[GPTDataset], bool]
+
+
+class BrokenInOneCorner(GPTDataset):
+    """impl's dataset; in its corner, every sample's ``position_ids`` are off by one."""
+
+    corner: Corner
+
+    def __getitem__(self, idx):
+        sample = super().__getitem__(idx)
+        if self.corner(self):
+            sample["position_ids"] = sample["position_ids"] + 1
+        return sample
+
+
+def _masks(setting: tuple[bool, bool, bool]) -> Corner:
+    return lambda d: (d.config.reset_position_ids, d.config.reset_attention_mask, d.config.eod_mask_loss) == setting
+
+
+def _split(split: str, drop: bool) -> Corner:
+    return lambda d: (d.config.split, d.config.drop_last_partial_validation_sequence) == (split, drop)
+
+
+def _boundary(extra: bool, num_samples: bool) -> Corner:
+    """The token total of all epochs exactly on a sample boundary; with ``num_samples``, exactly
+    ``num_samples * L + extra``, else no ``num_samples`` at all."""
+
+    def corner(d: GPTDataset) -> bool:
+        config, total = d.config, d._total_tokens
+        reached = total == (config.num_samples or 0) * config.sequence_length + config.extra
+        return (
+            config.add_extra_token == extra
+            and (total - config.extra) % config.sequence_length == 0
+            and (reached if num_samples else config.num_samples is None)
+        )
+
+    return corner
+
+
+def _flags(setting) -> str:
+    return "".join("TF"[not flag] for flag in setting)
+
+
+CORNERS: dict[str, Corner] = {
+    **{f"masks-{_flags(setting)}": _masks(setting) for setting in product((False, True), repeat=3)},
+    **{f"split-{split}-drop-{_flags((drop,))}": _split(split, drop) for split in SPLITS for drop in (True, False)},
+    **{
+        f"boundary-extra-{_flags((extra,))}-{'num-samples' if given else 'no-num-samples'}": _boundary(extra, given)
+        for extra in (True, False)
+        for given in (False, True)
+    },
+}
+
+BROKEN = {name: type(name, (BrokenInOneCorner,), {"corner": staticmethod(corner)}) for name, corner in CORNERS.items()}
+
+
+def __getattr__(name: str):
+    """``tests.quality.broken_datasets:NAME`` loads the dataset broken in the corner NAME."""
+    try:
+        return BROKEN[name]
+    except KeyError:
+        raise AttributeError(name) from None
