@@ -17,7 +17,7 @@ from numbers import Integral
 import numpy as np
 import torch
 
-from parity.dataset_config import SPLITS, GPTDatasetConfig
+from impl.dataset_config import SPLITS, GPTDatasetConfig
 
 __all__ = ["SPLITS", "GPTDataset", "GPTDatasetConfig", "SampleMasks"]
 
@@ -115,7 +115,7 @@ class GPTDataset:
         return len(self.shuffle_index)
 
     def __getitem__(self, idx: int | None) -> dict[str, torch.Tensor]:
-        length, pad_id = self._length, self.config.pad_id
+        length, pad_id = self._length, self.config.pad
         text, complete = self._sample_text(self._sample_id(idx))
         # Two arrays with storage of their own, so that replacing pads in one leaves the other alone.
         if self._extra:
@@ -154,7 +154,7 @@ class GPTDataset:
         return int(self.shuffle_index[idx])
 
     def _sample_text(self, sample_id: int) -> tuple[np.ndarray, bool]:
-        """Tokens ``[start, start + L + extra)`` of the stream, right-padded with ``pad_id``, and
+        """Tokens ``[start, start + L + extra)`` of the stream, right-padded with ``pad``, and
         whether the stream held all of them. Read document piece by document piece, starting at
         the sample's first position: each piece is one slice of the corpus."""
         window = self._length + self._extra
@@ -172,7 +172,7 @@ class GPTDataset:
                 filled += end - start
                 start = end
             position += 1
-        text[filled:] = self.config.pad_id
+        text[filled:] = self.config.pad
         return text, filled == window
 
     def _masks(self, tokens: torch.Tensor) -> SampleMasks:
@@ -194,7 +194,7 @@ class GPTDataset:
 
     def _compute_masks(self, tokens: torch.Tensor) -> SampleMasks:
         config = self.config
-        is_eod = tokens == config.eod_id
+        is_eod = tokens == config.eod
         loss_mask = torch.ones(config.sequence_length, dtype=torch.float32)
         if config.eod_mask_loss:
             loss_mask[is_eod] = 0.0

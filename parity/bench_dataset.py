@@ -11,14 +11,15 @@ cached mask out by reference, impl copies it: docs/dataset.md, Hazards).
 from __future__ import annotations
 
 import time
+from dataclasses import replace
 
 import numpy as np
 import torch
 
-from impl.gpt_dataset import GPTDataset
 from parity.strategies.mock_data import mock_documents
 from oracle.gpt_dataset import OracleGPTDataset
 from parity.dataset_config import GPTDatasetConfig
+from parity.impl_dataset import impl_dataset
 
 INDEX_TOKENS = 10**6
 INDEX_DOCUMENTS = 10**5
@@ -52,7 +53,7 @@ INDEX_CONFIG = GPTDatasetConfig(sequence_length=1024, vocab_size=50_000, eod_id=
 
 def _bench_index_build() -> dict:
     documents = _index_documents()
-    seconds = _best_of(3, lambda: GPTDataset(documents, INDEX_CONFIG))
+    seconds = _best_of(3, lambda: impl_dataset(documents, INDEX_CONFIG))
     return {"tokens": INDEX_TOKENS, "documents": INDEX_DOCUMENTS, "seconds": round(seconds, 4)}
 
 
@@ -62,7 +63,7 @@ def bench_against_megatron() -> dict:
 
     documents = _index_documents()
     megatron_dataset(documents[:10], INDEX_CONFIG)  # import megatron before any clock starts
-    impl_s = _best_of(3, lambda: GPTDataset(documents, INDEX_CONFIG))
+    impl_s = _best_of(3, lambda: impl_dataset(documents, INDEX_CONFIG))
     megatron_s = _best_of(3, lambda: megatron_dataset(documents, INDEX_CONFIG))
     result = {
         "version": megatron_version(),
@@ -83,7 +84,7 @@ def bench_against_megatron() -> dict:
             for attention_mask in (True, False):
                 config = GPTDatasetConfig(length, vocab_size=1000, eod_id=0, pad_id=7, create_attention_mask=attention_mask)
                 samples = 300 if length <= 512 else 100
-                impl_us = _per_sample_us(GPTDataset(serve_documents, config), samples)
+                impl_us = _per_sample_us(impl_dataset(serve_documents, config), samples)
                 megatron_us = _per_sample_us(megatron_dataset(serve_documents, config), samples)
                 result["serve"].append(
                     {
@@ -111,12 +112,11 @@ def _bench_serve() -> dict:
 
 def _serve_times() -> dict:
     documents = mock_documents(num_documents=200, vocab_size=1000, eod_id=0, seed=0)
-    cached = GPTDataset(documents, GPTDatasetConfig(SERVE_SEQUENCE_LENGTH, vocab_size=1000, eod_id=0, pad_id=7))
+    config = GPTDatasetConfig(SERVE_SEQUENCE_LENGTH, vocab_size=1000, eod_id=0, pad_id=7)
+    cached = impl_dataset(documents, config)
     # eod_mask_loss costs one comparison but switches the cache off: the same work, masks recomputed.
-    uncached = GPTDataset(
-        documents, GPTDatasetConfig(SERVE_SEQUENCE_LENGTH, vocab_size=1000, eod_id=0, pad_id=7, eod_mask_loss=True)
-    )
-    oracle = OracleGPTDataset(documents, cached.config)
+    uncached = impl_dataset(documents, replace(config, eod_mask_loss=True))
+    oracle = OracleGPTDataset(documents, config)
     impl_us = _per_sample_us(cached, 500)
     uncached_us = _per_sample_us(uncached, 500)
     oracle_us = _per_sample_us(oracle, 5)

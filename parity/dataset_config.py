@@ -70,26 +70,3 @@ class GPTDatasetConfig:
             raise ValueError(f"num_epochs must be None or an integer >= 1, got {self.num_epochs}")
         if self.num_samples is not None and self.num_samples < 1:
             raise ValueError(f"num_samples must be None or an integer >= 1, got {self.num_samples}")
-
-    @property
-    def extra(self) -> int:
-        """Tokens read beyond the sequence so that labels are the inputs shifted by one."""
-        return 1 if self.add_extra_token else 0
-
-    @property
-    def drops_last_partial(self) -> bool:
-        return self.split != "valid" or self.drop_last_partial_validation_sequence
-
-    @property
-    def caches_masks(self) -> bool:
-        """Without the EOD resets the masks do not depend on the tokens, so one copy serves all."""
-        return not (self.reset_position_ids or self.reset_attention_mask or self.eod_mask_loss)
-
-    def sample_count(self, total_tokens: int) -> int:
-        """Samples in a stream of ``total_tokens``; consecutive samples share ``extra`` tokens."""
-        usable = total_tokens - self.extra
-        if usable <= 0:
-            return 0
-        if self.drops_last_partial:
-            return usable // self.sequence_length
-        return -(-usable // self.sequence_length)

@@ -29,7 +29,7 @@ from hypothesis import event
 from hypothesis import strategies as st
 
 from oracle.gpt_indices import num_epochs as oracle_num_epochs
-from oracle.gpt_indices import sample_count, separate_final_epoch
+from oracle.gpt_indices import extra_tokens, sample_count, separate_final_epoch
 from parity.cases import DatasetCase, samples_supplied
 from parity.dataset_config import SPLITS, GPTDatasetConfig
 from parity.strategies.covering import Row, covering_array, labels, every_combination
@@ -265,10 +265,11 @@ def realized_switches(case: DatasetCase) -> Row:
     else:
         apart = separate_final_epoch(tokens, epochs, config)
         how_many = "several, final epoch apart" if apart else "several, from num_samples"
-    if config.num_samples is not None and total == config.num_samples * config.sequence_length + config.extra:
+    extra = extra_tokens(config)
+    if config.num_samples is not None and total == config.num_samples * config.sequence_length + extra:
         boundary = "num_samples reached exactly"
     else:
-        boundary = "on a sample boundary" if (total - config.extra) % config.sequence_length == 0 else "anywhere"
+        boundary = "on a sample boundary" if (total - extra) % config.sequence_length == 0 else "anywhere"
     if config.pad_id < 0:
         pad = "out of vocabulary"
     else:

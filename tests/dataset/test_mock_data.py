@@ -7,7 +7,7 @@ import pytest
 import torch
 
 from parity.dataset_config import GPTDatasetConfig
-from impl.known_bugs.cache_alias import CacheAliasGPTDataset
+from parity.impl_dataset import cache_alias_dataset
 from parity.strategies.mock_data import mock_documents
 from oracle.gpt_dataset import OracleGPTDataset
 
@@ -47,7 +47,7 @@ def test_with_an_in_vocabulary_pad_id_the_cache_alias_bug_fires_on_almost_every_
     config = GPTDatasetConfig(
         sequence_length=256, vocab_size=128, eod_id=0, pad_id=7, create_attention_mask=False
     )
-    buggy = CacheAliasGPTDataset(documents, config)
+    buggy = cache_alias_dataset(documents, config)
     oracle = OracleGPTDataset(documents, config)
     checked = range(1, 201)  # dataset[0] fills the cache
     wrong = [k for k in checked if not torch.equal(buggy[k]["loss_mask"], oracle[k]["loss_mask"])]

@@ -14,8 +14,8 @@ from pathlib import Path
 
 from hypothesis import given, settings
 
+from impl.dataset_config import GPTDatasetConfig
 from impl.gpt_dataset import GPTDataset
-from parity.dataset_config import GPTDatasetConfig
 from parity.targets import Target
 from parity.properties import dataset as properties
 from parity.strategies.dataset import dataset_cases
@@ -38,7 +38,7 @@ class MyGPTDataset(GPTDataset):
                  create_attention_mask=True, split="train", drop_last_partial_validation_sequence=True,
                  seed=1234, num_samples=None):
         super().__init__(documents, GPTDatasetConfig(
-            sequence_length=seq_length, vocab_size=vocab_size, eod_id=eod, pad_id=pad, add_extra_token=add_extra_token,
+            sequence_length=seq_length, vocab_size=vocab_size, eod=eod, pad=pad, add_extra_token_to_sequence=add_extra_token,
             reset_position_ids=reset_position_ids, reset_attention_mask=reset_attention_mask,
             eod_mask_loss=eod_mask_loss, create_attention_mask=create_attention_mask, split=split,
             drop_last_partial_validation_sequence=drop_last_partial_validation_sequence, random_seed=seed,

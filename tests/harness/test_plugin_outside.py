@@ -34,15 +34,14 @@ packages = ["outside_pkg"]
 
 ADAPTER = '''
 """Stands in for a package's own production datasets: one correct, one with the cache leak."""
-from impl.gpt_dataset import GPTDataset
-from impl.known_bugs.cache_alias import CacheAliasGPTDataset
+from parity.impl_dataset import cache_alias_dataset, impl_dataset
 from parity.targets import Target
 
 def good_dataset(documents, config):
-    return GPTDataset(documents, config)
+    return impl_dataset(documents, config)
 
 def leaky_dataset(documents, config):
-    return CacheAliasGPTDataset(documents, config)
+    return cache_alias_dataset(documents, config)
 
 GOOD = Target(name="outside-good", description="correct cache", expect="pass", dataset="outside_pkg.adapter:good_dataset")
 LEAKY = Target(name="outside-leaky", description="leaky cache", expect="fail", dataset="outside_pkg.adapter:leaky_dataset")

@@ -12,7 +12,7 @@ from parity.report import Options, properties_scenario
 from parity.targets import Target
 
 BROKEN = {
-    "dataset": "impl.known_bugs.cache_alias:CacheAliasGPTDataset",
+    "dataset": "parity.impl_dataset:cache_alias_dataset",
     "loss": "impl.known_bugs.local_mean:LOCAL_MEAN_LOSS",
     "trainer": "impl.known_bugs.logits_local_mean_trainer:LogitsLocalMeanTrainer",
 }

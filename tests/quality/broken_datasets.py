@@ -4,7 +4,8 @@ One per setting of the three mask switches, one per split with either value of
 ``drop_last_partial_validation_sequence``, one per kind of exact boundary (the token total on a
 sample boundary with and without the extra token, without ``num_samples`` or reaching it exactly).
 Outside its corner each serves exactly what impl serves. Loaded as targets by name
-(``tests.quality.broken_datasets:NAME``), like any dataset factory.
+(``tests.quality.broken_datasets:NAME``): a factory of the harness's config, translated as impl's
+own targets translate it.
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ from collections.abc import Callable
 from itertools import product
 
 from impl.gpt_dataset import SPLITS, GPTDataset
+from parity.impl_dataset import impl_config
 
 Corner = Callable[[GPTDataset], bool]
 
@@ -45,7 +47,7 @@ def _boundary(extra: bool, num_samples: bool) -> Corner:
         config, total = d.config, d._total_tokens
         reached = total == (config.num_samples or 0) * config.sequence_length + config.extra
         return (
-            config.add_extra_token == extra
+            config.add_extra_token_to_sequence == extra
             and (total - config.extra) % config.sequence_length == 0
             and (reached if num_samples else config.num_samples is None)
         )
@@ -67,7 +69,14 @@ CORNERS: dict[str, Corner] = {
     },
 }
 
-BROKEN = {name: type(name, (BrokenInOneCorner,), {"corner": staticmethod(corner)}) for name, corner in CORNERS.items()}
+
+
+def _factory(name: str, corner: Corner):
+    broken = type(name, (BrokenInOneCorner,), {"corner": staticmethod(corner)})
+    return lambda documents, config: broken(documents, impl_config(config))
+
+
+BROKEN = {name: _factory(name, corner) for name, corner in CORNERS.items()}
 
 
 def __getattr__(name: str):

@@ -37,6 +37,7 @@ def test_the_default_run_catches_it_on_purpose(name):
     target = broken(name)
     for prop in (prop for prop in PROPERTIES if prop.applies_to(target)):
         found = prop.hunt(target.load("dataset"), max_examples=settings.default.max_examples, shrink=False, target=target)
+        assert not found.crash, found.crash
         if found.found:
             explicit = len(prop.explicit_examples())
             assert found.examples_to_failure <= explicit, (
