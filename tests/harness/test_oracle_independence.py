@@ -8,8 +8,8 @@ what ended up in ``sys.modules`` (which also catches ``importlib`` tricks and tr
 The production code does not lean on the harness that judges it: no ``impl`` module imports
 ``parity`` (impl imports only itself and third-party packages, so the static check over every file
 is transitive too). The harness's strategies do not lean on the production code: no module of
-``parity/strategies`` imports ``impl``, directly or through the ``parity`` and ``oracle`` modules it
-imports (followed statically).
+``parity/strategies`` imports ``impl``, directly or through the ``parity`` modules it imports
+(followed statically by tests/harness/test_layers.py's reader).
 """
 
 from __future__ import annotations
@@ -21,6 +21,8 @@ import sys
 from pathlib import Path
 
 import pytest
+
+from tests.harness.test_layers import reached
 
 REPOSITORY = Path(__file__).resolve().parents[2]
 ORACLE = REPOSITORY / "oracle"
@@ -91,56 +93,8 @@ def test_no_impl_file_imports_the_harness(path):
     assert "parity" not in imported_packages(path)
 
 
-def imported_modules(path: Path) -> set[str]:
-    """The absolute name of every module ``path`` imports (``from a import b``: ``a`` and ``a.b``)."""
-    parts = path.relative_to(REPOSITORY).with_suffix("").parts
-    package = parts[:-1]
-    names = set()
-    for node in ast.walk(ast.parse(path.read_text(), filename=str(path))):
-        if isinstance(node, ast.Import):
-            names.update(alias.name for alias in node.names)
-        elif isinstance(node, ast.ImportFrom):
-            base = node.module or ""
-            if node.level:
-                base = ".".join([*package[: len(package) - node.level + 1], *([base] if base else [])])
-            names.add(base)
-            names.update(f"{base}.{alias.name}" for alias in node.names)
-    return names
-
-
-def repository_file(module: str) -> Path | None:
-    for candidate in (REPOSITORY / Path(*module.split(".")) / "__init__.py", REPOSITORY / (module.replace(".", "/") + ".py")):
-        if candidate.is_file():
-            return candidate
-    return None
-
-
-def reached_modules(start: list[Path]) -> set[str]:
-    """Every module imported from ``start``, following this repository's own ``parity`` and ``oracle`` modules."""
-    reached, todo, seen = set(), list(start), set()
-    while todo:
-        path = todo.pop()
-        if path in seen:
-            continue
-        seen.add(path)
-        for module in imported_modules(path):
-            reached.add(module)
-            found = repository_file(module)
-            if found is not None and module.partition(".")[0] in ("parity", "oracle"):
-                todo.append(found)
-    return reached
-
-
 def test_no_strategy_reaches_impl():
-    reached = reached_modules(STRATEGY_FILES)
-    assert "parity.dataset_config" in reached, "the import walk must follow parity's own modules"
-    assert not {module for module in reached if module.partition(".")[0] == "impl"}
-
-
-def test_the_import_walk_follows_the_harness(tmp_path, monkeypatch):
-    (tmp_path / "parity").mkdir()
-    (tmp_path / "parity" / "a.py").write_text("from parity import b\n")
-    (tmp_path / "parity" / "b.py").write_text("def f():\n    from .c import x\n")
-    (tmp_path / "parity" / "c.py").write_text("import impl.gpt_dataset\n")
-    monkeypatch.setitem(globals(), "REPOSITORY", tmp_path)
-    assert "impl.gpt_dataset" in reached_modules([tmp_path / "parity" / "a.py"])
+    modules = [".".join(path.relative_to(REPOSITORY).with_suffix("").parts).removesuffix(".__init__") for path in STRATEGY_FILES]
+    reaches = {module: sorted(m for m in reached(module) if m.partition(".")[0] == "impl") for module in modules}
+    assert "parity.dataset_config" in reached("parity.strategies.dataset"), "the import reader must follow parity's modules"
+    assert reaches == {module: [] for module in modules}
