@@ -111,13 +111,15 @@ def possible(row: Row) -> bool:
     """What windows allow: one microbatch a window has no counts to compare and no partial window,
     and masks nothing in a microbatch only when its window masks nothing; a window that masks
     nothing has microbatches that mask nothing; windows of several microbatches whose counts are
-    neither equal nor unequal mask nothing. A corner case masks nothing in a microbatch of rows its
-    labels do not supervise (without labels, only unlikely draws do)."""
+    neither equal nor unequal mask nothing, and one that masks nothing in a microbatch but not in all
+    has unequal counts. A corner case masks nothing in a microbatch of rows its labels do not
+    supervise (without labels, only unlikely draws do)."""
     one = row.get("microbatches a window") == "one"
     compared = row.get("a window of unequal counts") or row.get("a window of equal counts")
+    partly_empty = row.get("a microbatch masks nothing") and row.get("a window masks nothing") is False
     return not (
-        (one and (compared or row.get("partial last window")))
-        or (one and row.get("a microbatch masks nothing") and row.get("a window masks nothing") is False)
+        (one and (compared or row.get("partial last window") or partly_empty))
+        or (partly_empty and row.get("a window of unequal counts") is False)
         or (row.get("a microbatch masks nothing") and row.get("labels") is False)
         or (row.get("a window masks nothing") and row.get("a microbatch masks nothing") is False)
         or (row.get("microbatches a window") == "several" and compared is False and row.get("a window masks nothing") is False)
@@ -170,26 +172,28 @@ def corners_where(**wanted) -> list[WindowCase]:
 
 
 def corner_case(row: Row) -> WindowCase:
-    """The first case, over data and noise seeds 0, 1, 2, ..., that realizes ``row``: the shapes,
-    the all-prompt microbatches (which mask nothing whatever the draws) and the settings follow the
-    row, the seeds decide the other counts."""
+    """The first case, over data and noise seeds 0, 1, 2, ..., that realizes ``row``. The windows
+    follow the row, one for each kind it asks for (a window that masks nothing: all-prompt rows,
+    which mask nothing whatever the draws; one of equal counts; one of unequal counts, whose first
+    microbatch masks nothing when the row asks for that; a partial last window); the seeds decide
+    the other counts."""
     size = 1 if row["microbatches a window"] == "one" else 2
-    sizes = (size, size, size, 1 if row["partial last window"] else size)
     rows = 1 if row["rows a microbatch"] == "one" else 2
-    empty = ("prompt-only",) * rows
-    kinds = [("answer", "full")[:rows] for _ in range(sum(sizes))]
-    if size > 1 and not (row["a window of unequal counts"] or row["a window of equal counts"]):
-        kinds = [empty] * sum(sizes)
-    elif row["a window masks nothing"]:
-        kinds[:size] = [empty] * size
-    elif row["a microbatch masks nothing"]:
-        kinds[0] = empty
+    empty, answers = ("prompt-only",) * rows, ("answer", "full")[:rows]
+    windows = [[empty] * size] if row["a window masks nothing"] else []
+    windows += [[answers] * size] if row["a window of equal counts"] else []
+    if row["a window of unequal counts"]:
+        first = empty if row["a microbatch masks nothing"] else answers
+        windows.append([first] + [answers] * (size - 1))
+    if not windows:
+        windows = [[answers] * size]
+    windows += [[answers]] if row["partial last window"] else []
     for seed in range(2000):
         case = WindowCase(
-            window_sizes=sizes,
+            window_sizes=tuple(len(window) for window in windows),
             rows_per_microbatch=rows,
             length=6,
-            batch_kinds=tuple(kinds),
+            batch_kinds=tuple(kinds for window in windows for kinds in window),
             with_labels=row["labels"],
             with_attention_mask=row["attention mask"],
             data_seed=seed,
