@@ -1,4 +1,4 @@
-"""Where NVIDIA's own remote code lies on disk, if anywhere (option registered by the parity plugin)."""
+"""Where NVIDIA's own remote code lies on disk, if anywhere (the option is registered by the parity plugin)."""
 
 from __future__ import annotations
 

@@ -18,18 +18,13 @@ from parity.report import Options, properties_scenario
 from parity.targets import Target
 from tests.quality.broken_datasets import BROKEN
 
+pytestmark = pytest.mark.usefixtures("harness_self_check")
+
 
 def broken(name: str) -> Target:
     # Expected to fail, so the report stops at the first property that catches it, as for a known bug.
     return Target(name=f"broken:{name}", description=f"impl broken in the corner {name}", expect="fail",
                   dataset=f"tests.quality.broken_datasets:{name}")
-
-
-@pytest.fixture(autouse=True)
-def _default_session_only(pytestconfig):
-    selected = getattr(pytestconfig, "parity_target", None)
-    if selected is not None and selected.name != "impl":
-        pytest.skip(f"a self-check of the harness; it does not depend on --target {selected.name}")
 
 
 @pytest.mark.parametrize("name", sorted(BROKEN))

@@ -20,6 +20,8 @@ from parity.targets import builtin_targets
 #: Examples a random-search hunt may take before the bug counts as missed (nightly only).
 HUNT_EXAMPLES = 200
 
+pytestmark = pytest.mark.usefixtures("harness_self_check")
+
 
 def _pairs() -> list:
     """(property, known bug) for every bug a property must catch; megatron's on one xdist worker,
@@ -30,13 +32,6 @@ def _pairs() -> list:
         for prop in PROPERTIES
         for bug in prop.catches
     ]
-
-
-@pytest.fixture(autouse=True)
-def _default_session_only(pytestconfig):
-    selected = getattr(pytestconfig, "parity_target", None)
-    if selected is not None and selected.name != "impl":
-        pytest.skip(f"a self-check of the harness; it does not depend on --target {selected.name}")
 
 
 def _bug_target(name: str):
