@@ -22,7 +22,6 @@ fixture, never from here.
 from __future__ import annotations
 
 import functools
-from dataclasses import replace
 
 import numpy as np
 from hypothesis import event
@@ -319,15 +318,6 @@ def corner_case(row: Row, number: int) -> DatasetCase:
         documents[-1][0] = pad_id
     if documents[-1].size:
         documents[-1][-1] = eod_id
-    config = GPTDatasetConfig(
-        sequence_length=length,
-        vocab_size=vocab_size,
-        eod_id=eod_id,
-        pad_id=-1 if row["pad"] == "out of vocabulary" else pad_id,
-        random_seed=number,
-        num_epochs=2 if row["epochs"] == "num_epochs" else None,
-        **{name: row[name] for name in CONFIG_SWITCHES},
-    )
     tokens = sum(lengths)
     exact = (epochs * tokens - extra) // length  # with on_boundary: num_samples * L + extra == the total
     num_samples = {
@@ -336,7 +326,15 @@ def corner_case(row: Row, number: int) -> DatasetCase:
         "several, from num_samples": exact - (row["total"] == "on a sample boundary"),
         "several, final epoch apart": (tokens - extra) // length + 1,
     }.get(row["epochs"])
-    serve_order = {"a batch-padding sample": (None, 1), "shuffle positions": (1, 0)}.get(row["served first"], ())
-    return DatasetCase(
-        tuple(documents), replace(config, num_samples=num_samples), serve_order, row["served first"] == "the last sample"
+    config = GPTDatasetConfig(
+        sequence_length=length,
+        vocab_size=vocab_size,
+        eod_id=eod_id,
+        pad_id=-1 if row["pad"] == "out of vocabulary" else pad_id,
+        random_seed=number,
+        num_epochs=2 if row["epochs"] == "num_epochs" else None,
+        num_samples=num_samples,
+        **{name: row[name] for name in CONFIG_SWITCHES},
     )
+    serve_order = {"a batch-padding sample": (None, 1), "shuffle positions": (1, 0)}.get(row["served first"], ())
+    return DatasetCase(tuple(documents), config, serve_order, row["served first"] == "the last sample")
