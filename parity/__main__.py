@@ -154,7 +154,7 @@ def ddp(parser: argparse.ArgumentParser, args: argparse.Namespace) -> int:
         get_target(args.target).load("trainer")
     except (ValueError, UnknownTargetError, LookupError) as error:
         parser.error(str(error))
-    arguments = ["--target", args.target, "--device", device, "--strict"]
+    arguments = ["--target", args.target, "--device", device, "--dtype", args.dtype, "--strict"]
     if args.draw:
         arguments += ["--draw", str(args.draw), "--draw-seed", str(args.draw_seed)]
     if args.json:
@@ -192,6 +192,7 @@ def cli_parser() -> argparse.ArgumentParser:
     ddp_parser = commands.choices["ddp"]
     ddp_parser.add_argument("--target", default="impl", metavar="NAME", help="target whose trainer runs (default: impl)")
     ddp_parser.add_argument("--device", default="cpu", choices=[*DEVICES, "auto"], help="Gloo on cpu, NCCL on cuda")
+    ddp_parser.add_argument("--dtype", default="float32", choices=DTYPES, help="working dtype (default: float32)")
     ddp_parser.add_argument("--world-size", type=int, default=2, choices=[2], help="ranks (default: 2)")
     ddp_parser.add_argument("--timeout", type=float, default=600.0, metavar="S", help="launcher timeout (default: 600)")
     ddp_parser.add_argument("--draw", type=int, default=0, metavar="N", help="also N cases drawn from --draw-seed")

@@ -26,7 +26,7 @@ from dataclasses import replace
 import torch.distributed as dist
 
 from parity.cases import TrainerCase, draw_trainer_case
-from parity.devices import DEVICES
+from parity.devices import DEVICES, DTYPES
 from parity.distributed import init_process_group
 from parity.targets import get_target, load_attribute
 from parity.trainer_oracle import trainer_verdict
@@ -89,7 +89,7 @@ def verdict(case: TrainerCase, records: list[TrainerRecord]) -> dict:
     return {
         "holds": result.holds,
         "kinds": result.failure_kinds,
-        "notes": [c.describe() for c in result.notes[:3]],
+        "notes": [c.describe() for c in result.notes[:3]] + ([result.uninformative] if result.uninformative else []),
         "comparisons": len(result.comparisons),
         "failures": len(failures) + len(result.findings),
         "worst": result.describe(3) if not result.holds else (f"{worst.name}: error/budget {worst.ratio:.3g}" if worst else "-"),
@@ -116,6 +116,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--draw", type=int, default=0, metavar="N", help="also run N cases drawn from --draw-seed")
     parser.add_argument("--draw-seed", type=int, default=0, metavar="S", help="seed of the drawn cases (default: 0)")
     parser.add_argument("--device", default="cpu", choices=DEVICES, help="Gloo on cpu, NCCL on cuda")
+    parser.add_argument("--dtype", choices=DTYPES, help="working dtype of every case (default: float32; drawn cases draw theirs)")
     parser.add_argument("--json", help="rank 0 writes the verdicts here")
     parser.add_argument("--strict", action="store_true", help="rank 0 exits 1 when a case breaks parity")
     args = parser.parse_args(argv)
@@ -136,7 +137,7 @@ def main(argv: list[str] | None = None) -> int:
     verdicts = {}
     try:
         for key, trainer_class, case in runs:
-            case = replace(case, device=args.device)
+            case = replace(case, device=args.device, **({"dtype": args.dtype} if args.dtype else {}))
             with tempfile.TemporaryDirectory(prefix="parity-ddp-") as output_dir:
                 record = run_trainer(trainer_class, case, output_dir, world_size, rank)
             records: list[TrainerRecord | None] = [None] * world_size

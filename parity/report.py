@@ -60,7 +60,7 @@ def window_scenario(targets: list[Target], options: Options, progress: Callable[
     for target in targets:
         progress(f"diffusion-window: {target.name}")
         run = parity_run(target.load("loss"), case, options.device)
-        verdict = judge(run.comparisons())
+        verdict = judge(run.comparisons(), uninformative=run.uninformative())
         result.columns.append(verdict_column(target, verdict, _window_figures(run, verdict.comparisons)))
     return result
 
@@ -140,7 +140,7 @@ def distributed_scenario(targets: list[Target], options: Options, progress: Call
         progress(f"distributed: {target.name} (two processes)")
         with tempfile.TemporaryDirectory(prefix="parity-report-ddp-") as workdir:
             path = f"{workdir}/verdicts.json"
-            arguments = ["--target", target.name, "--device", options.device, "--json", path]
+            arguments = ["--target", target.name, "--device", options.device, "--dtype", options.dtype, "--json", path]
             launch("parity.ddp_cases", arguments, 2, timeout_s=600)
             with open(path) as handle:
                 cases = json.load(handle)["cases"]

@@ -89,6 +89,7 @@ def verdict_column(target, verdict, figures: dict[str, Any]) -> Column:
     from parity.compare import ParityFailure
 
     notes = [comparison.describe() for comparison in verdict.notes]
+    notes += [verdict.uninformative] if verdict.holds and verdict.uninformative else []
     return Column(
         target.name, target.expect, verdict.holds, figures,
         failures={} if verdict.holds else {VERDICT_ROW: str(ParityFailure(verdict))},
