@@ -174,6 +174,9 @@ class TrainerCase:
     eval_batch_size: int = 0
     #: the noising's ``eps``, given to a trainer that declares a class attribute ``eps``
     eps: float = PUBLISHED_EPS
+    #: bfloat16 as production runs it with ``TrainingArguments(bf16=True)``: autocast over float32
+    #: weights (False: the weights themselves in ``dtype``). Judged against the oracle in bfloat16.
+    autocast: bool = False
 
     def __post_init__(self):
         if self.device not in DEVICES:
@@ -183,6 +186,14 @@ class TrainerCase:
             raise ValueError("examples_per_rank and window_size must be >= 1, max_length >= 2")
         if not 0.0 < self.eps <= 1.0:
             raise ValueError(f"eps must lie in (0, 1], got {self.eps!r}")
+        if self.autocast and self.dtype != "bfloat16":
+            raise ValueError(f"autocast (TrainingArguments(bf16=True)) needs dtype 'bfloat16'; got {self.dtype!r}")
+
+    @property
+    def weights_dtype(self) -> torch.dtype:
+        """The dtype the model is built in: float32 master weights under autocast, else the working dtype.
+        Every oracle evaluation starts from these weights, cast to its own dtype."""
+        return torch.float32 if self.autocast else torch_dtype(self.dtype)
 
     def rank_seed(self, rank: int) -> int:
         """The ``args.seed`` rank ``rank`` trains with."""
@@ -227,6 +238,7 @@ def draw_trainer_case(draw: Draws, world_size: int = 1, dtypes: Sequence[str] = 
     window_size = draw.integer(2, 3) if weighted else draw.integer(1, 3)
     evaluate = weighted or not draw.boolean()
     eval_batch_size = draw.integer(1, rows - 1) if weighted else draw.integer(0, rows)
+    dtype = draw.choice(dtypes)
     eps = PUBLISHED_EPS
     if draw.boolean():
         eps = draw.choice(NOTABLE_EPS) if draw.boolean() else draw.fraction(PUBLISHED_EPS, 1.0)
@@ -238,7 +250,8 @@ def draw_trainer_case(draw: Draws, world_size: int = 1, dtypes: Sequence[str] = 
         noise_seed=draw.integer(0, 2**16),
         seed_per_rank=draw.boolean(),
         model_seed=draw.integer(0, 3),
-        dtype=draw.choice(dtypes),
+        dtype=dtype,
+        autocast=dtype == "bfloat16" and draw.boolean(),
         average_tokens_across_devices=not draw.boolean(),
         empty_ranks=tuple(r for r in range(world_size) if draw.integer(1, EMPTY_RANK_ONE_IN) == EMPTY_RANK_ONE_IN),
         evaluate=evaluate,

@@ -158,12 +158,14 @@ def compare_tensor(
     *,
     lower_refs: Sequence[torch.Tensor] = (),
     precision: torch.dtype | None = None,
+    lower_precision: torch.dtype | None = None,
     **identity,
 ) -> Comparison:
     """``scale``: the magnitude of the tensor's group, for the floor (the tensor's own when larger).
 
     ``precision``: the working dtype, when the target's tensors are finer than its arithmetic
     (autocast over float32 weights); the floor is a rounding of the coarser of the two.
+    ``lower_precision`` likewise for ``lower_refs`` (a loss the lower oracle upcasts).
 
     ``lower_refs``: the oracle in a lower dtype (float32 beside a float64 run), for the budget that
     names a precision finding. ``identity``: ``step``, ``quantity``, ``tensor``, ``rank``.
@@ -184,7 +186,7 @@ def compare_tensor(
     ref_max = ref_error.max().item() if ref_error.numel() else 0.0
     lower_dtype = lower_budget = None
     if lower_refs:
-        lower = lower_refs[0].dtype
+        lower = floor_dtype(lower_refs[0].dtype, lower_precision)
         lower_max = max((_error(r, golden64).max().item() if r.numel() else 0.0) for r in lower_refs)
         lower_dtype = str(lower).removeprefix("torch.")
         lower_budget = REFERENCE_FACTOR * lower_max + FLOOR_ULPS * torch.finfo(lower).eps * magnitude
@@ -219,6 +221,7 @@ def compare_states(
     lower_refs: Sequence[Mapping[str, torch.Tensor | None]] = (),
     names: Mapping[str, str] | None = None,
     precision: torch.dtype | None = None,
+    lower_precision: torch.dtype | None = None,
     **identity,
 ) -> list[Comparison]:
     """Compare one group of same-keyed tensors; a key missing (or None) in one result only is a failure.
@@ -245,6 +248,7 @@ def compare_states(
                     scale,
                     lower_refs=[ref[key] for ref in lower_refs],
                     precision=precision,
+                    lower_precision=lower_precision,
                     **{"tensor": key, **identity},
                 )
             )

@@ -137,7 +137,9 @@ def main(argv: list[str] | None = None) -> int:
     verdicts = {}
     try:
         for key, trainer_class, case in runs:
-            case = replace(case, device=args.device, **({"dtype": args.dtype} if args.dtype else {}))
+            if args.dtype:  # autocast is bfloat16's only
+                case = replace(case, dtype=args.dtype, autocast=case.autocast and args.dtype == "bfloat16")
+            case = replace(case, device=args.device)
             with tempfile.TemporaryDirectory(prefix="parity-ddp-") as output_dir:
                 record = run_trainer(trainer_class, case, output_dir, world_size, rank)
             records: list[TrainerRecord | None] = [None] * world_size

@@ -294,7 +294,11 @@ PROPERTIES: tuple[Property, ...] = (
         interface="trainer",
         check="parity.properties.training:check_training_run",
         arguments=lambda: {"case": _training().trainer_cases()},
-        examples=lambda: [{"case": _training().UPSTREAM_RUN}, {"case": _training().RANK_LOCAL_RUN}],
+        examples=lambda: [
+            {"case": _training().UPSTREAM_RUN},
+            {"case": _training().RANK_LOCAL_RUN},
+            {"case": _training().UPSTREAM_RUN_BF16},
+        ],
         devices=DEVICES,
         catches=("known-bug:local-mean", "known-bug:logits-local-mean"),
         hunted=True,

@@ -22,10 +22,12 @@ def compare_steps(
     precision: torch.dtype | None = None,
     *,
     lower: Sequence[Sequence[StepResult]] = (),
+    lower_precision: torch.dtype | None = None,
     rank: int | None = None,
 ) -> list[Comparison]:
     """``out`` step by step against ``golden``, each floor a rounding of ``precision`` when given (see
-    ``parity.compare.compare_tensor``); ``rank`` names the rank in a run over several."""
+    ``parity.compare.compare_tensor``; ``lower_precision`` likewise for ``lower``); ``rank`` names the
+    rank in a run over several."""
     if any(len(steps) != len(golden) for steps in (out, *refs, *lower)):
         raise AssertionError(f"step counts differ: out {len(out)}, golden {len(golden)}")
     prefix = "" if rank is None else f"rank {rank} "
@@ -34,7 +36,10 @@ def compare_steps(
         o, rs, ls = out[step], [ref[step] for ref in refs], [ref[step] for ref in lower]
         name = f"{prefix}step {step} loss"
         comparisons.append(
-            compare_tensor(name, o.loss, [r.loss for r in rs], g.loss, precision=precision, step=step, quantity="loss", rank=rank)
+            compare_tensor(
+                name, o.loss, [r.loss for r in rs], g.loss, lower_refs=[r.loss for r in ls], precision=precision,
+                lower_precision=lower_precision, step=step, quantity="loss", rank=rank,
+            )
         )
         for kind, quantity in (("grads", "grad"), ("params", "param")):
             state = getattr(g, kind)
@@ -46,6 +51,7 @@ def compare_steps(
                     lower_refs=[getattr(r, kind) for r in ls],
                     names={name: f"{prefix}step {step} {quantity} {name}" for name in state},
                     precision=precision,
+                    lower_precision=lower_precision,
                     step=step,
                     quantity=quantity,
                     rank=rank,

@@ -11,7 +11,7 @@ rank trained on draws the replay explained, every rank's steps, evaluation loss 
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import torch
 
@@ -71,7 +71,7 @@ def oracle_run(
     ``start_params[k]``, when given, are the parameters step k starts from (the target's own, as
     observed): the oracle's step evaluated on the target's trajectory (docs/budget.md).
     """
-    model = tiny_model(case.model_seed, torch_dtype(case.dtype)).to(device, dtype)
+    model = tiny_model(case.model_seed, case.weights_dtype).to(device, dtype)
     eos = model.config.eos_token_id
     steps = []
     for k in range(len(records[0].train_draws)):
@@ -94,23 +94,24 @@ def golden_run(case: TrainerCase, records: Sequence[TrainerRecord]) -> OracleRun
 
 @dataclass
 class References:
-    """The golden, the valid evaluations in the working dtype, and the oracle one dtype lower."""
+    """The golden, the valid evaluations in the working dtype, and (once a tensor fails) the oracle
+    one dtype lower, whose budget names a precision finding."""
 
     golden: OracleRun
     refs: list[OracleRun]
-    lower: list[OracleRun]
+    lower: list[OracleRun] = field(default_factory=list)
 
 
 def references(case: TrainerCase, records: Sequence[TrainerRecord]) -> References:
     """References (docs/budget.md): the oracle in the working dtype in order, with each window
     reversed, and along the target's own trajectory (each step from the target's parameters before
-    it); and the oracle one dtype lower (``LOWER_DTYPE``), whose budget names a precision finding."""
+    it). The oracle one dtype lower (``LOWER_DTYPE``) is added by ``trainer_verdict`` only once a
+    tensor is outside its budget: naming a precision finding is all it is for."""
     dtype = torch_dtype(case.dtype)
     refs = [oracle_run(case, records, dtype, case.device, reverse) for reverse in (False, True)]
     if records[0].steps:
         refs.append(oracle_run(case, records, dtype, case.device, start_params=[s.params for s in records[0].steps]))
-    lower = [oracle_run(case, records, torch_dtype(LOWER_DTYPE[case.dtype]), case.device)] if case.dtype in LOWER_DTYPE else []
-    return References(golden_run(case, records), refs, lower)
+    return References(golden_run(case, records), refs)
 
 
 def trainer_comparisons(
@@ -122,18 +123,25 @@ def trainer_comparisons(
     oracle = oracle or references(case, records)
     golden, refs, lower = oracle.golden, oracle.refs, oracle.lower
     precision = torch_dtype(case.dtype)
+    lower_precision = torch_dtype(LOWER_DTYPE[case.dtype]) if lower else None
     comparisons = []
     for rank, record in enumerate(records):
         on_rank = rank if len(records) > 1 else None
         prefix = f"rank {rank} " if len(records) > 1 else ""
-        identity = dict(precision=precision, rank=on_rank)
+        identity = dict(precision=precision, lower_precision=lower_precision, rank=on_rank)
         steps = [r.steps for r in refs]
-        comparisons += compare_steps(record.steps, steps, golden.steps, precision, lower=[r.steps for r in lower], rank=on_rank)
+        comparisons += compare_steps(
+            record.steps, steps, golden.steps, precision, lower=[r.steps for r in lower], lower_precision=lower_precision,
+            rank=on_rank,
+        )
         if record.eval_loss is not None and golden.eval_loss is not None:
             out = torch.tensor(record.eval_loss, dtype=torch.float32)
             eval_refs = [r.eval_loss.to("cpu", torch.float32) for r in refs]
             comparisons.append(
-                compare_tensor(f"{prefix}eval loss", out, eval_refs, golden.eval_loss, quantity="eval loss", **identity)
+                compare_tensor(
+                    f"{prefix}eval loss", out, eval_refs, golden.eval_loss, lower_refs=[r.eval_loss for r in lower],
+                    quantity="eval loss", **identity,
+                )
             )
         batches = len(golden.batch_losses[rank])
         if len(record.batch_losses) != batches:
@@ -161,7 +169,8 @@ def uninformative(case: TrainerCase, records: Sequence[TrainerRecord], oracle: R
         return None
     golden = oracle.golden.steps
     windows = [[record.train_draws[k] for record in records] for k in range(len(golden))]
-    predicted = local_mean_steps(tiny_model(case.model_seed, torch.float64), windows, golden, case.lr)
+    model = tiny_model(case.model_seed, case.weights_dtype).to("cpu", torch.float64)
+    predicted = local_mean_steps(model, windows, golden, case.lr)
     return informativeness(compare_steps(predicted, [r.steps for r in oracle.refs], golden, precision), case.dtype)
 
 
@@ -176,8 +185,13 @@ def trainer_verdict(case: TrainerCase, records: Sequence[TrainerRecord], *, stri
             findings.append(Finding("crash", "the trainer logged no optimizer step"))
         return judge([], findings, strict_precision=strict_precision)
     oracle = references(case, records)
+    comparisons = trainer_comparisons(case, records, oracle)
+    if case.dtype in LOWER_DTYPE and not all(c.holds for c in comparisons):
+        # Only a tensor outside its budget needs the lower dtype's, to be named (a precision finding or not).
+        oracle.lower = [oracle_run(case, records, torch_dtype(LOWER_DTYPE[case.dtype]), case.device)]
+        comparisons = trainer_comparisons(case, records, oracle)
     return judge(
-        trainer_comparisons(case, records, oracle),
+        comparisons,
         findings,
         strict_precision=strict_precision,
         uninformative=uninformative(case, records, oracle),

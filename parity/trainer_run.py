@@ -24,7 +24,7 @@ from oracle.window_reference import Draw, StepResult
 from parity.cases import PUBLISHED_EPS, TrainerCase
 from parity.compare import Finding
 from parity.crash import describe_raised
-from parity.devices import backend, torch_dtype
+from parity.devices import backend
 from parity.noise_replay import replay_noise
 from parity.targets import ConfigDeclined
 from parity.trainer_observe import RunObserver
@@ -152,6 +152,7 @@ def training_arguments(case: TrainerCase, output_dir: str, distributed: bool = F
         dataloader_num_workers=0,
         average_tokens_across_devices=case.average_tokens_across_devices,
         ddp_backend=backend(case.device) if distributed else None,
+        bf16=case.autocast,
     )
 
 
@@ -209,7 +210,7 @@ def run_trainer(trainer_class, case: TrainerCase, output_dir: str, world_size: i
     ``ConfigDeclined`` when the eps rule skips the case; ``ContractMismatch`` on a wrong declaration.
     """
     configured = trainer_for_case(trainer_class, case)
-    model = tiny_model(case.model_seed, torch_dtype(case.dtype))
+    model = tiny_model(case.model_seed, case.weights_dtype)
     observer = RunObserver(model)
     rows = training_examples(case, world_size)
     eval_loss, batch_losses, findings, trainer = None, [], [], None

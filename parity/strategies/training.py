@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import replace
 
 from hypothesis import event
 from hypothesis import strategies as st
@@ -44,3 +45,5 @@ UPSTREAM_RUN = TrainerCase(eval_batch_size=2)
 #: Three-microbatch windows, rank-local normalisation, evaluation one row at a time, at the published
 #: eps, so that every trainer runs it (docs/trainer.md, What the harness reads).
 RANK_LOCAL_RUN = TrainerCase(window_size=3, eps=PUBLISHED_EPS, average_tokens_across_devices=False, eval_batch_size=1)
+#: The pull request's run as production trains it: TrainingArguments(bf16=True) over float32 weights.
+UPSTREAM_RUN_BF16 = replace(UPSTREAM_RUN, dtype="bfloat16", autocast=True)

@@ -1,0 +1,60 @@
+"""Whole training runs in bfloat16, both ways production runs them (docs/budget.md, bfloat16).
+
+bf16 weights are covered wherever a test runs over ``parity.devices.DTYPES``; here: autocast over
+float32 weights (``TrainingArguments(bf16=True)``), the known bugs caught in bfloat16, a case that
+cannot show a wrong count saying so, and bfloat16 arithmetic inside a float32 run named precision.
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+import pytest
+import torch.nn.functional as F
+
+from impl.logits_trainer import LogitsDiffusionTrainer
+from parity.cases import TrainerCase
+from parity.compare import ParityFailure, assert_verdict
+from parity.strategies.training import UPSTREAM_RUN, UPSTREAM_RUN_BF16
+from parity.targets import get_target
+from parity.trainer_oracle import trainer_verdict
+from parity.trainer_run import run_trainer
+
+
+class Bfloat16LossTrainer(LogitsDiffusionTrainer):
+    """Correct, but its cross-entropy runs on bfloat16 logits whatever the working dtype."""
+
+    def masked_sum(self, logits, targets, masked, p):
+        token = F.cross_entropy(logits[masked].bfloat16(), targets[masked], reduction="none")
+        return (token.to(logits.dtype) / p[masked].to(logits.dtype)).sum()
+
+
+def _verdict(trainer_class, case, tmp_path, strict=None):
+    return trainer_verdict(case, [run_trainer(trainer_class, case, str(tmp_path))], strict_precision=strict)
+
+
+@pytest.mark.parametrize("bug", ["known-bug:local-mean", "known-bug:logits-local-mean"])
+def test_the_known_trainer_bugs_are_caught_under_bf16_autocast(bug, tmp_path):
+    verdict = _verdict(get_target(bug).load("trainer"), UPSTREAM_RUN_BF16, tmp_path)
+    assert not verdict.holds and "normalisation" in verdict.failure_kinds, verdict.summary()
+    assert max(c.ratio for c in verdict.comparisons if c.quantity == "grad") > 4
+
+
+def test_a_case_that_cannot_show_a_wrong_count_says_so_instead_of_passing_blindly(tmp_path):
+    """Single-microbatch windows: the local-mean bug computes what the oracle does, so its pass means nothing."""
+    case = replace(UPSTREAM_RUN, dtype="bfloat16", window_size=1)
+    verdict = assert_verdict(_verdict(get_target("known-bug:local-mean").load("trainer"), case, tmp_path))
+    assert verdict.uninformative and verdict.summary().startswith("holds, not informative")
+
+
+def test_bfloat16_arithmetic_inside_a_float32_run_is_a_precision_finding(tmp_path):
+    case = TrainerCase(eval_batch_size=2)
+    verdict = assert_verdict(_verdict(Bfloat16LossTrainer, case, tmp_path, strict=False))
+    assert verdict.notes and {c.lower_dtype for c in verdict.notes} == {"bfloat16"}, verdict.describe()
+    with pytest.raises(ParityFailure, match="^precision"):
+        assert_verdict(_verdict(Bfloat16LossTrainer, case, tmp_path, strict=True))
+
+
+def test_autocast_is_bfloat16_only():
+    with pytest.raises(ValueError, match="autocast .* needs dtype 'bfloat16'; got 'float32'"):
+        TrainerCase(autocast=True)
