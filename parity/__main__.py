@@ -19,7 +19,7 @@ from parity.threads import wait_passively
 
 wait_passively()  # before parity.devices imports torch
 
-from parity.devices import DEVICES, DTYPES, resolve_device  # noqa: E402
+from parity.devices import DEVICES, DTYPES, check_ranks_fit, resolve_device  # noqa: E402
 from parity.targets import TargetLoadError, UnknownTargetError, default_targets, get_target, listed_targets
 
 
@@ -81,6 +81,8 @@ def report(parser: argparse.ArgumentParser, args: argparse.Namespace) -> int:
 
     try:
         device = resolve_device(args.device)
+        if args.ddp:
+            check_ranks_fit(device, 2)
         extra = []
         for name in args.target:  # a selected target brings its companion (megatron-core and its fix)
             selected = get_target(name)
@@ -151,6 +153,7 @@ def ddp(parser: argparse.ArgumentParser, args: argparse.Namespace) -> int:
 
     try:
         device = resolve_device(args.device)
+        check_ranks_fit(device, args.world_size)
         get_target(args.target).load("trainer")
     except (ValueError, UnknownTargetError, LookupError) as error:
         parser.error(str(error))

@@ -37,6 +37,17 @@ def cuda_available() -> bool:
     return torch.cuda.is_available()
 
 
+def check_ranks_fit(device: str, world_size: int) -> None:
+    """NCCL puts one GPU under each rank: a ValueError naming the count when the machine has fewer."""
+    if device != "cuda":
+        return
+    import torch
+
+    count = torch.cuda.device_count()
+    if count < world_size:
+        raise ValueError(f"{world_size} ranks over NCCL need {world_size} GPUs; this machine has {count}")
+
+
 def make_deterministic(device: str) -> None:
     """TF32 off and deterministic kernels, so CUDA is held to the same budget as the CPU."""
     if device != "cuda":
@@ -47,6 +58,9 @@ def make_deterministic(device: str) -> None:
     torch.backends.cuda.matmul.allow_tf32 = False
     torch.backends.cudnn.allow_tf32 = False
     torch.set_float32_matmul_precision("highest")
+    # bfloat16 and float16 matmuls reduce in their own precision unless told not to.
+    torch.backends.cuda.matmul.allow_bf16_reduced_precision_reduction = False
+    torch.backends.cuda.matmul.allow_fp16_reduced_precision_reduction = False
     torch.use_deterministic_algorithms(True)
 
 
