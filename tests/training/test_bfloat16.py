@@ -29,8 +29,8 @@ class Bfloat16LossTrainer(LogitsDiffusionTrainer):
         return (token.to(logits.dtype) / p[masked].to(logits.dtype)).sum()
 
 
-def _verdict(trainer_class, case, tmp_path, strict=None):
-    return trainer_verdict(case, [run_trainer(trainer_class, case, str(tmp_path))], strict_precision=strict)
+def _verdict(trainer_class, case, tmp_path):
+    return trainer_verdict(case, [run_trainer(trainer_class, case, str(tmp_path))])
 
 
 @pytest.mark.parametrize("bug", ["known-bug:local-mean", "known-bug:logits-local-mean"])
@@ -49,10 +49,11 @@ def test_a_case_that_cannot_show_a_wrong_count_says_so_instead_of_passing_blindl
 
 def test_bfloat16_arithmetic_inside_a_float32_run_is_a_precision_finding(tmp_path):
     case = TrainerCase(eval_batch_size=2)
-    verdict = assert_verdict(_verdict(Bfloat16LossTrainer, case, tmp_path, strict=False))
+    records = [run_trainer(Bfloat16LossTrainer, case, str(tmp_path))]
+    verdict = assert_verdict(trainer_verdict(case, records, strict_precision=False))
     assert verdict.notes and {c.lower_dtype for c in verdict.notes} == {"bfloat16"}, verdict.describe()
     with pytest.raises(ParityFailure, match="^precision"):
-        assert_verdict(_verdict(Bfloat16LossTrainer, case, tmp_path, strict=True))
+        assert_verdict(trainer_verdict(case, records, strict_precision=True))
 
 
 def test_autocast_is_bfloat16_only():
