@@ -34,6 +34,8 @@ __all__ = [
 #: bfloat16 rounding (docs/budget.md, bfloat16).
 SEED_SCENARIO_BF16 = replace(SEED_SCENARIO, dtype=torch.bfloat16)
 PUBLISHED_EPS = 1e-3
+#: Every working dtype (``parity.devices.DTYPES``), as torch dtypes.
+WORKING_DTYPES = tuple(getattr(torch, name) for name in DTYPES)
 
 
 @st.composite
@@ -43,7 +45,7 @@ def window_cases(
     max_window_size: int = 6,
     max_microbatches: int = 8,
     window_size: int | None = None,
-    dtypes=tuple(getattr(torch, name) for name in DTYPES),
+    dtypes=WORKING_DTYPES,
     empty_first_window: bool | None = None,
 ) -> WindowCase:
     """A few windows of up to ``max_window_size`` microbatches; the last may be a partial window.

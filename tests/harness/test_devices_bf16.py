@@ -17,6 +17,8 @@ def test_bfloat16_is_a_working_dtype_with_nothing_lower():
 
 def test_two_nccl_ranks_on_one_gpu_are_refused_naming_the_count():
     check_ranks_fit("cpu", 2)  # Gloo: any number of ranks
-    with mock.patch.object(torch.cuda, "device_count", return_value=1):
-        with pytest.raises(ValueError, match="2 ranks over NCCL need 2 GPUs; this machine has 1"):
-            check_ranks_fit("cuda", 2)
+    with (
+        mock.patch.object(torch.cuda, "device_count", return_value=1),
+        pytest.raises(ValueError, match="2 ranks over NCCL need 2 GPUs; this machine has 1"),
+    ):
+        check_ranks_fit("cuda", 2)
