@@ -76,7 +76,7 @@ def window_rows(runs: int) -> int:
             else:
                 unexpected += not holds
         shown = f"{smallest:.3g}" if is_bug else "-"
-        print(f"{'window: ' + name:40} {worst:12.3g} {shown:>19} {uninformative if is_bug else '-':>16}", flush=True)
+        print(f"{'window: ' + name:50} {worst:12.3g} {shown:>19} {uninformative if is_bug else '-':>16}", flush=True)
     return unexpected
 
 
@@ -94,7 +94,7 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     torch.set_num_threads(1)
     cases = list(drawn_cases(args.runs, args.seed, CORRECT["impl"](), world_size=1).values())
-    print(f"{'target':40} {'worst ratio':>12} {'smallest bug ratio':>19} {'not informative':>16}")
+    print(f"{'target':50} {'worst ratio':>12} {'smallest bug ratio':>19} {'not informative':>16}")
     unexpected = window_rows(args.runs)
     for name, load in {**CORRECT, **BUGS}.items():
         trainer_class, is_bug = load(), name in BUGS
@@ -111,7 +111,7 @@ def main(argv: list[str] | None = None) -> int:
                 else:
                     unexpected += not result.holds
             shown = f"{smallest:.3g}" if is_bug else "-"
-            print(f"{name + ', ' + way:40} {worst:12.3g} {shown:>19} {uninformative if is_bug else '-':>16}", flush=True)
+            print(f"{name + ', ' + way:50} {worst:12.3g} {shown:>19} {uninformative if is_bug else '-':>16}", flush=True)
     print(f"\n{args.runs} cases (seed {args.seed}); unexpected verdicts: {unexpected}")
     return 1 if unexpected else 0
 
