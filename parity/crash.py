@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import os
 import traceback
+from collections.abc import Sequence
 from pathlib import Path
 
 _HARNESS_ROOT = Path(__file__).resolve().parent.parent
@@ -32,6 +33,17 @@ def raised_where(error: BaseException) -> str:
         return "<unknown>"
     frame = frames[-1]
     return f"{short_path(frame.filename)}:{frame.lineno} (in {frame.name})"
+
+
+def signature(error: BaseException) -> str:
+    """``ExceptionType at path:line (in function)``: what a target's ``known_crashes`` entries match."""
+    return f"{type(error).__name__} at {raised_where(error)}"
+
+
+def is_known(crash_signature: str, known: Sequence[str]) -> bool:
+    """Whether a crash with this signature is one of ``known`` (substrings, ``/`` as the separator)."""
+    crash_signature = crash_signature.replace(os.sep, "/")
+    return any(entry in crash_signature for entry in known)
 
 
 def describe_raised(error: BaseException) -> str:

@@ -6,7 +6,6 @@ A failure names the sample, the key and the first differing position with both v
 
 from __future__ import annotations
 
-import os
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -14,7 +13,7 @@ from typing import Any
 import numpy as np
 import torch
 
-from parity.crash import describe_raised, raised_where
+from parity.crash import describe_raised, is_known, raised_where, signature
 from parity.targets import ConfigDeclined
 
 
@@ -27,7 +26,7 @@ class TargetCrashed(Exception):
     def __init__(self, error: BaseException, what: str) -> None:
         self.error = error
         self.where = raised_where(error)
-        self.signature = f"{type(error).__name__} at {self.where}"
+        self.signature = signature(error)
         super().__init__(f"the target raised {describe_raised(error)} while {what}")
 
 
@@ -44,8 +43,7 @@ def call_target(what: str, function: Callable[..., Any], *args: Any) -> Any:
 
 
 def is_known_crash(crash: TargetCrashed, known: tuple[str, ...]) -> bool:
-    signature = crash.signature.replace(os.sep, "/")
-    return any(entry in signature for entry in known)
+    return is_known(crash.signature, known)
 
 
 @dataclass(frozen=True)

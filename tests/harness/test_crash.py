@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from parity.crash import describe_raised, raised_where
+from parity.crash import describe_raised, is_known, raised_where, signature
 
 
 def _raise(error: Exception):
@@ -27,3 +27,10 @@ def test_a_crash_names_the_exception_and_where_it_was_raised_relative_to_the_rep
 def test_an_empty_message_and_a_missing_traceback_are_said_so():
     assert describe_raised(_caught(RuntimeError())).startswith("RuntimeError: (no message) at ")
     assert raised_where(KeyError("never raised")) == "<unknown>"
+
+
+def test_a_known_crash_is_matched_by_a_part_of_its_signature():
+    error = _caught(AssertionError("offset -1"))
+    assert signature(error).startswith("AssertionError at tests/harness/test_crash.py:")
+    assert is_known(signature(error), ("AssertionError at tests/harness/",))
+    assert not is_known(signature(error), ("AssertionError at megatron/",))
