@@ -9,7 +9,6 @@ target is expected to show (``impl`` holds, a known bug is caught).
 from __future__ import annotations
 
 import json
-import os
 import tempfile
 from collections.abc import Callable
 from dataclasses import dataclass, replace
@@ -17,6 +16,7 @@ from typing import Any
 
 import torch
 
+from parity.crash import is_known
 from parity.report_dataset import dataset_scenario
 from parity.report_model import VERDICT_ROW, Column, Options, ScenarioResult, verdict_column
 from parity.targets import Target
@@ -214,7 +214,7 @@ def _property_cell(column: Column, prop, target: Target, options: Options) -> No
         column.failures[prop.name] = f"{found.message}\nFalsifying example: {found.counterexample}"
         column.holds = False
     elif found.crash:  # the target raised (docs/dataset.md, Crashes): a failure unless it is a known one
-        known = any(entry in found.crash_signature.replace(os.sep, "/") for entry in target.known_crashes)
+        known = is_known(found.crash_signature, target.known_crashes)
         column.figures[prop.name] = f"crashed{' (known)' if known else ''}: {_first_line(found.crash)}"
         if not known:
             column.failures[prop.name] = f"{found.crash}\nFalsifying example: {found.crash_counterexample}"
