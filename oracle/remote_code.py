@@ -175,7 +175,9 @@ def _holds(actual, wanted) -> bool:
     return actual == wanted
 
 
-def _build(classes: RemoteClasses, config: PreTrainedConfig, seed: int, dtype: torch.dtype, attn_implementation: str) -> nn.Module:
+def _build(
+    classes: RemoteClasses, config: PreTrainedConfig, seed: int, dtype: torch.dtype, attn_implementation: str
+) -> nn.Module:
     with torch.random.fork_rng(devices=[]):
         torch.manual_seed(seed)
         # Built in the default dtype and cast after, as the built-in oracle is; the published

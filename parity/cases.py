@@ -62,6 +62,8 @@ MASK_TOKEN_ID = TINY_CONFIG["mask_token_id"]
 #: The tiny model's EOS id, which the EOS-padding rule writes into padding.
 EOS = TINY_CONFIG["eos_token_id"]
 
+#: The published noising's ``eps`` (docs/diffusion-model.md, Noising); what an undeclared trainer runs at.
+PUBLISHED_EPS = 1e-3
 #: Row kinds: a response (prompt + answer + padding), all prompt (nothing to supervise), no padding.
 ROW_KINDS = ("answer", "prompt-only", "full")
 
@@ -136,7 +138,7 @@ SEED_SCENARIO = WindowCase(
     with_attention_mask=True,
     data_seed=26,
     noise_seed=110,
-    eps=1e-3,
+    eps=PUBLISHED_EPS,
     dtype=torch.float32,
     frozen_head=False,
 )
@@ -144,8 +146,6 @@ SEED_SCENARIO = WindowCase(
 
 # --- whole training runs ----------------------------------------------------------------------------
 
-#: The published noising's ``eps`` (docs/diffusion-model.md, Noising); what an undeclared trainer runs at.
-PUBLISHED_EPS = 1e-3
 
 T = TypeVar("T")
 

@@ -124,7 +124,8 @@ class Comparison:
         prefix = "" if self.holds else f"[{self.kind}] "
         lower = ""
         if not self.holds and self.lower_budget is not None:
-            lower = f"; {'within' if self.error <= self.lower_budget else 'exceeds'} the {self.lower_dtype} budget {self.lower_budget:.3e}"
+            verb = "within" if self.error <= self.lower_budget else "exceeds"
+            lower = f"; {verb} the {self.lower_dtype} budget {self.lower_budget:.3e}"
         return (
             f"{prefix}{self.name}: max|out - golden| = {self.error:.3e} at index {list(self.worst_index)} "
             f"(out {self.out_value:.9g}, golden {self.golden_value:.9g}) {verdict} the budget {self.budget:.3e} "
@@ -337,7 +338,8 @@ class Verdict:
             lines.append(f"note: {self.uninformative}")
         if self.notes:
             lines.append(
-                f"note: {len(self.notes)} tensors exceed the {self.notes[0].precision} budget but fit the {self.notes[0].lower_dtype} "
+                f"note: {len(self.notes)} tensors exceed the {self.notes[0].precision} budget "
+                f"but fit the {self.notes[0].lower_dtype} "
                 f"budget: a precision finding (fails only with strict precision), e.g. {self.notes[0].describe()}"
             )
         return "\n".join(lines)

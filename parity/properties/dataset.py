@@ -2,10 +2,11 @@
 
 Written once; the property table (parity/property_table.py) gives them their strategies, the
 upstream triggers as explicit examples and the known bugs they must catch, and the suite, the
-known-bug checks, bench and the report all run them from there. Each raises AssertionError (naming the sample, key and first differing position) on a
-counterexample. Target code is called through :func:`parity.dataset_compare.call_target`, so an
-exception the target raises is a :class:`~parity.dataset_compare.TargetCrashed` ("the target
-raised ..."), never mistaken for a counterexample, and a config the target declines skips the example.
+known-bug checks, bench and the report all run them from there. Each raises AssertionError (naming
+the sample, key and first differing position) on a counterexample. Target code is called
+through :func:`parity.dataset_compare.call_target`, so an exception the target raises is a
+:class:`~parity.dataset_compare.TargetCrashed` ("the target raised ..."), never mistaken for a counterexample,
+and a config the target declines skips the example.
 """
 
 from __future__ import annotations

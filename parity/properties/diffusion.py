@@ -14,7 +14,7 @@ from hypothesis import target as hypothesis_target
 from hypothesis.control import currently_in_test_context
 
 from oracle.nemotron_diffusion import eos_padding_rule, forward_process
-from parity.cases import EOS, MASK_TOKEN_ID, VOCAB, WindowCase
+from parity.cases import EOS, MASK_TOKEN_ID, PUBLISHED_EPS, VOCAB, WindowCase
 from parity.compare import assert_verdict, judge
 from parity.window_cases import parity_run
 from parity.window_run import ParityRun
@@ -23,7 +23,7 @@ from parity.window_run import ParityRun
 def noise(diffusion_loss, window, **overrides):
     """``prepare_window`` with the tiny model's ids and the published ``eps``, unless overridden."""
     arguments = dict(
-        mask_token_id=MASK_TOKEN_ID, eos_token_id=EOS, eps=1e-3, generator=torch.Generator(), vocab_size=VOCAB
+        mask_token_id=MASK_TOKEN_ID, eos_token_id=EOS, eps=PUBLISHED_EPS, generator=torch.Generator(), vocab_size=VOCAB
     )
     return diffusion_loss.prepare_window(window, **{**arguments, **overrides})
 

@@ -36,7 +36,10 @@ STANDIN = Path(__file__).resolve().parent.parent / "assets" / "nemotron_standin"
 
 #: dtype x padding attention mask x dlm_loss_weight x frozen head: every combination the issue names.
 AGREEMENT_CASES = [
-    pytest.param(dtype, padding, weight, frozen, id=f"{str(dtype)[6:]}-{'pad' if padding else 'nopad'}-w{weight}-{'frozen' if frozen else 'head'}")
+    pytest.param(
+        dtype, padding, weight, frozen,
+        id=f"{str(dtype)[6:]}-{'pad' if padding else 'nopad'}-w{weight}-{'frozen' if frozen else 'head'}",
+    )
     for dtype, padding, weight, frozen in itertools.product(
         (torch.float32, torch.float64), (False, True), (None, 0.25), (False, True)
     )

@@ -144,7 +144,8 @@ def test_a_crash_is_a_finding_of_its_own():
 
 def test_compare_states_names_each_tensor_and_keeps_its_key():
     golden = {"a": GOLDEN, "b": GOLDEN * 2}
-    comparisons = compare_states(golden, [golden], golden, names={"a": "step 3 param a", "b": "step 3 param b"}, step=3, quantity="param")
+    names = {"a": "step 3 param a", "b": "step 3 param b"}
+    comparisons = compare_states(golden, [golden], golden, names=names, step=3, quantity="param")
     assert [(c.name, c.tensor, c.step, c.quantity) for c in comparisons] == [
         ("step 3 param a", "a", 3, "param"),
         ("step 3 param b", "b", 3, "param"),

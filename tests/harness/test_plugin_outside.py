@@ -57,7 +57,8 @@ def installed(tmp_path_factory) -> Path:
     (source / "outside_pkg" / "adapter.py").write_text(textwrap.dedent(ADAPTER))
     site = tmp_path_factory.mktemp("outside-site")
     subprocess.run(
-        [sys.executable, "-m", "pip", "install", "--quiet", "--no-deps", "--no-build-isolation", "--target", str(site), str(source)],
+        [sys.executable, "-m", "pip", "install", "--quiet", "--no-deps", "--no-build-isolation",
+         "--target", str(site), str(source)],
         check=True, capture_output=True, text=True, timeout=300,
     )
     return site

@@ -46,7 +46,10 @@ CORRECT = {
     "ReorderedSumTrainer": lambda: ReorderedSumTrainer,
     "Float32LossTrainer": lambda: Float32LossTrainer,
 }
-BUGS = {name: (lambda name=name: get_target(name).load("trainer")) for name in ("known-bug:local-mean", "known-bug:logits-local-mean")}
+BUGS = {
+    name: (lambda name=name: get_target(name).load("trainer"))
+    for name in ("known-bug:local-mean", "known-bug:logits-local-mean")
+}
 WAYS = {"bf16 weights": False, "autocast (bf16=True)": True}
 
 
