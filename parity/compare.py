@@ -225,8 +225,12 @@ def compare_states(
     lower_precision: torch.dtype | None = None,
     **identity,
 ) -> list[Comparison]:
-    """Compare one group of same-keyed tensors; a key missing (or None) in one result only is a failure.
+    """Compare one group of same-keyed tensors; a key missing in one result only is a failure.
 
+    A tensor that is None in some results only (a gradient that never flowed: a fused head applied
+    to no masked position) is compared as zeros: under the harness's plain SGD a step with no
+    gradient and one with a zero gradient leave the parameter alike (docs/trainer.md, What one
+    optimizer step must follow), and a gradient that should have flowed still fails on its values.
     ``names`` maps a key to the comparison's display name (default: the key); the key itself is
     the comparison's ``tensor`` field.
     """
@@ -237,23 +241,34 @@ def compare_states(
     comparisons = []
     for key in golden:
         name = key if names is None else names[key]
-        if len({result[key] is None for result in (out, *refs, *lower_refs, golden)}) > 1:
-            raise AssertionError(f"{name}: present in some results and None in others (a gradient path differs)")
-        if golden[key] is not None:
+        results = (golden, out, *refs, *lower_refs)
+        present = next((result[key] for result in results if result[key] is not None), None)
+        if present is not None:
+            out_tensor = _zeros_if_none(out[key], present, refs[0][key] if refs else None)
             comparisons.append(
                 compare_tensor(
                     name,
-                    out[key],
-                    [ref[key] for ref in refs],
-                    golden[key],
+                    out_tensor,
+                    [_zeros_if_none(ref[key], present, out_tensor) for ref in refs],
+                    _zeros_if_none(golden[key], present, None, torch.float64),
                     scale,
-                    lower_refs=[ref[key] for ref in lower_refs],
+                    lower_refs=[_zeros_if_none(ref[key], present, None) for ref in lower_refs],
                     precision=precision,
                     lower_precision=lower_precision,
                     **{"tensor": key, **identity},
                 )
             )
     return comparisons
+
+
+def _zeros_if_none(
+    tensor: torch.Tensor | None, like: torch.Tensor, sibling: torch.Tensor | None, dtype: torch.dtype | None = None
+) -> torch.Tensor:
+    """``tensor``, or zeros of ``like``'s shape in ``dtype`` (else the sibling result's, else ``like``'s)."""
+    if tensor is not None:
+        return tensor
+    dtype = dtype or (sibling.dtype if sibling is not None else like.dtype)
+    return torch.zeros(like.shape, dtype=dtype, device=like.device)
 
 
 # --- verdicts: comparisons plus the findings that are not tensor comparisons ---------------------

@@ -81,3 +81,15 @@ def test_each_step_is_judged_from_where_the_target_is(tmp_path):
     verdict = trainer_verdict(case, [record], strict_precision=True)
     assert {c.step for c in verdict.failures} == {0}
     assert {c.quantity for c in verdict.failures} == {"param"}
+
+
+def test_a_head_no_gradient_reaches_is_a_zero_gradient_not_a_failure(tmp_path):
+    """A fused head applied only to masked positions leaves the head's ``.grad`` None in a window that
+    masks nothing (this case's first window); plain SGD steps it as a zero gradient would."""
+    from tests.training.variants import FusedHeadTrainer
+
+    case = TrainerCase(examples_per_rank=3, window_size=1, eps=0.05)
+    record = run_trainer(FusedHeadTrainer, case, str(tmp_path))
+    windows_masked = [sum(int(draw.masked_indices.sum()) for draw in window) for window in record.train_draws]
+    assert 0 in windows_masked, f"the case no longer has a window that masks nothing: {windows_masked}"
+    assert_verdict(trainer_verdict(case, [record]))
