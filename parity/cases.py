@@ -25,6 +25,9 @@ from oracle.nemotron_diffusion import IGNORE_INDEX, TINY_CONFIG
 from parity.dataset_config import GPTDatasetConfig
 from parity.devices import DEVICES, DTYPES, torch_dtype
 
+#: The dtypes a Trainer autocasts to over float32 weights (``bf16=True``, ``fp16=True``).
+AUTOCAST_DTYPES = ("bfloat16", "float16")
+
 # --- dataset -------------------------------------------------------------------------------------
 
 
@@ -174,8 +177,10 @@ class TrainerCase:
     eval_batch_size: int = 0
     #: the noising's ``eps``, given to a trainer that declares a class attribute ``eps``
     eps: float = PUBLISHED_EPS
-    #: bfloat16 as production runs it with ``TrainingArguments(bf16=True)``: autocast over float32
-    #: weights (False: the weights themselves in ``dtype``). Judged against the oracle in bfloat16.
+    #: bfloat16 or float16 as production runs it with ``TrainingArguments(bf16=True)`` or
+    #: ``(fp16=True)``: autocast over float32 weights (False: the weights themselves in ``dtype``).
+    #: Judged against the oracle in ``dtype``. float16 is autocast only: its loss scaling is the
+    #: Trainer's (a device without it refuses the run, ``parity.devices.check_dtype_runs_on``).
     autocast: bool = False
 
     def __post_init__(self):
@@ -186,14 +191,27 @@ class TrainerCase:
             raise ValueError("examples_per_rank and window_size must be >= 1, max_length >= 2")
         if not 0.0 < self.eps <= 1.0:
             raise ValueError(f"eps must lie in (0, 1], got {self.eps!r}")
-        if self.autocast and self.dtype != "bfloat16":
-            raise ValueError(f"autocast (TrainingArguments(bf16=True)) needs dtype 'bfloat16'; got {self.dtype!r}")
+        if self.autocast and self.dtype not in AUTOCAST_DTYPES:
+            raise ValueError(
+                f"autocast (TrainingArguments(bf16=True) or (fp16=True)) needs dtype 'bfloat16' or 'float16'; "
+                f"got {self.dtype!r}"
+            )
+        if self.dtype == "float16" and not self.autocast:
+            raise ValueError(
+                "dtype 'float16' needs autocast=True: float16 is trained as TrainingArguments(fp16=True), autocast "
+                "over float32 weights with loss scaling (the Trainer refuses to unscale float16 weights' gradients)"
+            )
 
     @property
     def weights_dtype(self) -> torch.dtype:
         """The dtype the model is built in: float32 master weights under autocast, else the working dtype.
         Every oracle evaluation starts from these weights, cast to its own dtype."""
         return torch.float32 if self.autocast else torch_dtype(self.dtype)
+
+    @property
+    def loss_scaled(self) -> bool:
+        """Whether the Trainer scales the loss (``fp16=True``): a step may be skipped on overflow."""
+        return self.dtype == "float16"
 
     def rank_seed(self, rank: int) -> int:
         """The ``args.seed`` rank ``rank`` trains with."""
@@ -251,7 +269,7 @@ def draw_trainer_case(draw: Draws, world_size: int = 1, dtypes: Sequence[str] = 
         seed_per_rank=draw.boolean(),
         model_seed=draw.integer(0, 3),
         dtype=dtype,
-        autocast=dtype == "bfloat16" and draw.boolean(),
+        autocast=dtype == "float16" or (dtype == "bfloat16" and draw.boolean()),
         average_tokens_across_devices=not draw.boolean(),
         empty_ranks=tuple(r for r in range(world_size) if draw.integer(1, EMPTY_RANK_ONE_IN) == EMPTY_RANK_ONE_IN),
         evaluate=evaluate,

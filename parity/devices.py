@@ -9,11 +9,18 @@ from __future__ import annotations
 import os
 
 DEVICES = ("cpu", "cuda")
-#: The working dtypes a run may be asked for, by name (the golden is always float64 on the CPU).
+#: The working dtypes every device runs, by name (the golden is always float64 on the CPU).
 #: bfloat16 is what production trains in (docs/budget.md, bfloat16).
 DTYPES = ("float32", "float64", "bfloat16")
+#: float16 is trained only as ``TrainingArguments(fp16=True)``: autocast over float32 weights, with
+#: accelerate's dynamic loss scaling, which accelerate applies on these devices only. Elsewhere
+#: ``fp16=True`` silently trains in float32 (docs/budget.md, float16).
+LOSS_SCALING_DEVICES = ("cuda",)
+#: Every working dtype a Trainer run may be asked for: ``DTYPES`` and float16 under loss scaling.
+TRAINER_DTYPES = (*DTYPES, "float16")
 #: The next lower working dtype: its budget tells lower-precision arithmetic inside a run (a
-#: ``precision`` finding) from a wrong quantity. bfloat16 has none: higher precision inside it is fine.
+#: ``precision`` finding) from a wrong quantity. bfloat16 and float16 have none: higher precision
+#: inside them is fine.
 LOWER_DTYPE = {"float64": "float32", "float32": "bfloat16"}
 
 
@@ -21,9 +28,26 @@ def torch_dtype(name: str):
     """``"float32"`` -> ``torch.float32``; a ValueError naming the allowed values otherwise."""
     import torch
 
-    if name not in DTYPES:
-        raise ValueError(f"dtype must be one of {', '.join(DTYPES)}; got {name!r}")
+    if name not in TRAINER_DTYPES:
+        raise ValueError(f"dtype must be one of {', '.join(TRAINER_DTYPES)}; got {name!r}")
     return getattr(torch, name)
+
+
+def runs_on(dtype: str, device: str) -> bool:
+    """Whether ``device`` runs the working dtype ``dtype`` (float16 needs the Trainer's loss scaling)."""
+    return dtype in DTYPES or (dtype == "float16" and device in LOSS_SCALING_DEVICES)
+
+
+def check_dtype_runs_on(dtype: str, device: str) -> None:
+    """A ValueError naming the device and the alternatives when ``device`` cannot run ``dtype``."""
+    torch_dtype(dtype)
+    if not runs_on(dtype, device):
+        raise ValueError(
+            f"dtype {dtype!r} is trained only under TrainingArguments(fp16=True), whose loss scaling accelerate "
+            f"applies on {', '.join(LOSS_SCALING_DEVICES)} only; on {device!r}, fp16=True would silently train in "
+            f"float32. On {device!r} use one of {', '.join(DTYPES)} (bfloat16 for production's precision), "
+            f"or float16 with --device {LOSS_SCALING_DEVICES[0]}"
+        )
 
 
 def backend(device: str) -> str:

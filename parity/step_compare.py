@@ -24,10 +24,15 @@ def compare_steps(
     lower: Sequence[Sequence[StepResult]] = (),
     lower_precision: torch.dtype | None = None,
     rank: int | None = None,
+    skipped: Sequence[bool] = (),
 ) -> list[Comparison]:
     """``out`` step by step against ``golden``, each floor a rounding of ``precision`` when given (see
     ``parity.compare.compare_tensor``; ``lower_precision`` likewise for ``lower``); ``rank`` names the
-    rank in a run over several."""
+    rank in a run over several.
+
+    A step the loss scaler ``skipped`` (``fp16=True``: its scaled gradients overflowed, so they are
+    not finite by definition) is held on its loss and its parameters, which must not have moved
+    (the references skip it too); its gradients are not compared."""
     if any(len(steps) != len(golden) for steps in (out, *refs, *lower)):
         raise AssertionError(f"step counts differ: out {len(out)}, golden {len(golden)}")
     prefix = "" if rank is None else f"rank {rank} "
@@ -41,7 +46,8 @@ def compare_steps(
                 lower_precision=lower_precision, step=step, quantity="loss", rank=rank,
             )
         )
-        for kind, quantity in (("grads", "grad"), ("params", "param")):
+        judged = (("params", "param"),) if step < len(skipped) and skipped[step] else (("grads", "grad"), ("params", "param"))
+        for kind, quantity in judged:
             state = getattr(g, kind)
             comparisons.extend(
                 compare_states(

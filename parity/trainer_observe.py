@@ -4,8 +4,8 @@ Nothing is asked of the trainer (docs/trainer.md, The seam). The harness's colla
 batch it serves; a forward pre-hook on the model records the keywords the model is called with, a
 forward hook which of the output's ``loss`` / ``logits`` the trainer reads, and a pre-hook on the
 input embedding the ids the encoder actually receives (under every contract, fused heads
-included); one callback handler records the gradients before each optimizer step and the
-parameters after it. Every observation is also a point of the generator *timeline*: the global
+included); one callback handler records the gradients before each optimizer step (unscaled, under
+``fp16=True``'s loss scaling) and the parameters after it, and whether the scaler skipped the step. Every observation is also a point of the generator *timeline*: the global
 CPU generator's state, consecutive duplicates kept once, which the noise replay
 (``parity.noise_replay``) explains the forwards' masks with.
 """
@@ -102,6 +102,10 @@ class RunObserver(TrainerCallback):
         self.window_ends: list[int] = []
         self.grads: list[dict[str, torch.Tensor | None]] = []
         self.params: list[dict[str, torch.Tensor]] = []
+        #: Under ``fp16=True``: the loss scale each step's gradients were divided by, and whether the
+        #: scaler skipped the step (its scaled gradients overflowed).
+        self.loss_scales: list[float] = []
+        self.skipped: list[bool] = []
         self._call: dict[str, torch.Tensor] | None = None
         self._handles = [
             model.register_forward_pre_hook(self._on_model_call, with_kwargs=True),
@@ -162,10 +166,16 @@ class RunObserver(TrainerCallback):
 
     def _on_event(self, event, args, state, control, **kwargs):
         self.snapshot()
+        scaler = getattr(kwargs.get("optimizer"), "scaler", None)
         if event == "on_pre_optimizer_step":
+            # Under loss scaling the gradients are still scaled here (the scaler unscales inside its
+            # step); dividing by a power of two is exactly the scaler's own unscaling.
+            scale = 1.0 if scaler is None else float(scaler.get_scale())
             self.window_ends.append(sum(f.phase == "train" for f in self.forwards))
+            self.loss_scales.append(scale)
             self.grads.append(
-                {n: None if p.grad is None else p.grad.detach().cpu().clone() for n, p in self.model.named_parameters()}
+                {n: None if p.grad is None else p.grad.detach().cpu() / scale for n, p in self.model.named_parameters()}
             )
         elif event == "on_optimizer_step":
+            self.skipped.append(bool(getattr(kwargs.get("optimizer"), "step_was_skipped", False)))
             self.params.append({n: p.detach().cpu().clone() for n, p in self.model.named_parameters()})

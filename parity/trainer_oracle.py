@@ -73,6 +73,7 @@ def oracle_run(
     """
     model = tiny_model(case.model_seed, case.weights_dtype).to(device, dtype)
     eos = model.config.eos_token_id
+    skipped = skipped_steps(records)
     steps = []
     for k in range(len(records[0].train_draws)):
         if start_params is not None and k > 0:
@@ -80,11 +81,22 @@ def oracle_run(
                 for name, p in model.named_parameters():
                     p.copy_(start_params[k - 1][name].to(device, dtype))
         ranks = [record.train_draws[k][::-1] if reverse else record.train_draws[k] for record in records]
-        steps.append(sgd_step(model, ranks, eos, case.lr, rank_local=not case.average_tokens_across_devices))
+        lr = 0.0 if skipped[k] else case.lr  # the loss scaler's skipped step leaves the parameters as they were
+        steps.append(sgd_step(model, ranks, eos, lr, rank_local=not case.average_tokens_across_devices))
     with torch.no_grad():
         eval_loss = _weighted_eval(model, records, eos, total_rows=case.examples_per_rank * len(records))
         batch_losses = [[single_batch_loss(model, draw, eos) for draw in record.batch_draws] for record in records]
     return OracleRun(steps, eval_loss, batch_losses)
+
+
+def skipped_steps(records: Sequence[TrainerRecord]) -> list[bool]:
+    """Per step, whether the loss scaler skipped it (``fp16=True``; never otherwise). The scaler's
+    overflow check is taken over every rank's reduced gradients, so the ranks agree."""
+    steps = len(records[0].train_draws)
+    skipped = [bool(records[0].skipped and records[0].skipped[k]) for k in range(steps)]
+    if any(bool(record.skipped and record.skipped[k]) != skipped[k] for record in records for k in range(steps)):
+        raise AssertionError(f"the ranks' loss scalers disagree on which steps they skipped: {[r.skipped for r in records]}")
+    return skipped
 
 
 def golden_run(case: TrainerCase, records: Sequence[TrainerRecord]) -> OracleRun:
@@ -132,7 +144,7 @@ def trainer_comparisons(
         steps = [r.steps for r in refs]
         comparisons += compare_steps(
             record.steps, steps, golden.steps, precision, lower=[r.steps for r in lower], lower_precision=lower_precision,
-            rank=on_rank,
+            rank=on_rank, skipped=skipped_steps(records),
         )
         if record.eval_loss is not None and golden.eval_loss is not None:
             out = torch.tensor(record.eval_loss, dtype=torch.float32)
@@ -162,16 +174,43 @@ def trainer_comparisons(
 
 
 def uninformative(case: TrainerCase, records: Sequence[TrainerRecord], oracle: References) -> str | None:
-    """In a bfloat16 run: why the case cannot tell the local-mean bug from rounding, or None
+    """Why a passing verdict says nothing about the gradients, or None: in a float16 run the loss
+    scaler skipped every step; in a bfloat16 run the case cannot tell the local-mean bug from rounding
     (``parity.compare.informativeness``; the prediction is the float64 oracle's, on the replayed draws)."""
+    skipped = skipped_steps(records)
+    if skipped and all(skipped):
+        scales = ", ".join(f"{scale:g}" for scale in records[0].loss_scales)
+        return (
+            f"not informative at {case.dtype} about gradients and updates: the loss scaler skipped every optimizer "
+            f"step (the scaled gradients overflowed at loss scales {scales}); only the losses were judged"
+        )
     precision = torch_dtype(case.dtype)
     if not judges_informativeness(precision):
         return None
     golden = oracle.golden.steps
     windows = [[record.train_draws[k] for record in records] for k in range(len(golden))]
     model = tiny_model(case.model_seed, case.weights_dtype).to("cpu", torch.float64)
-    predicted = local_mean_steps(model, windows, golden, case.lr)
-    return informativeness(compare_steps(predicted, [r.steps for r in oracle.refs], golden, precision), case.dtype)
+    skipped = skipped_steps(records)
+    predicted = local_mean_steps(model, windows, golden, case.lr, skipped)
+    comparisons = compare_steps(predicted, [r.steps for r in oracle.refs], golden, precision, skipped=skipped)
+    return informativeness(comparisons, case.dtype)
+
+
+def unscaled_overflows(records: Sequence[TrainerRecord]) -> list[Finding]:
+    """A step the loss scaler skipped at a scale of 1 or less: its gradients are not finite without
+    any scaling, which no rounding explains (a skip above 1 is the scaler doing its job)."""
+    ranked = len(records) > 1
+    return [
+        Finding(
+            "mismatch",
+            f"the loss scaler skipped this step at loss scale {scale:g}: the gradients are not finite even unscaled",
+            step,
+            rank if ranked else None,
+        )
+        for rank, record in enumerate(records)
+        for step, (scale, skipped) in enumerate(zip(record.loss_scales, record.skipped, strict=False))
+        if skipped and scale <= 1.0
+    ]
 
 
 def trainer_verdict(case: TrainerCase, records: Sequence[TrainerRecord], *, strict_precision: bool | None = None) -> Verdict:
@@ -179,6 +218,7 @@ def trainer_verdict(case: TrainerCase, records: Sequence[TrainerRecord], *, stri
     ranked = len(records) > 1
     findings = [Finding(f.kind, f.message, f.step, rank if ranked else None) for rank, r in enumerate(records)
                 for f in r.findings]
+    findings += unscaled_overflows(records)
     # A run whose draws could not be replayed has no reference to be held to: its findings say why.
     if any(r.crashed or not r.steps or any(f.kind == "noise" for f in r.findings) for r in records):
         if not findings:

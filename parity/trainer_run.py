@@ -24,7 +24,7 @@ from oracle.window_reference import Draw, StepResult
 from parity.cases import PUBLISHED_EPS, TrainerCase
 from parity.compare import Finding
 from parity.crash import describe_raised
-from parity.devices import backend
+from parity.devices import backend, check_dtype_runs_on
 from parity.noise_replay import replay_noise
 from parity.targets import ConfigDeclined
 from parity.trainer_observe import RunObserver
@@ -152,7 +152,8 @@ def training_arguments(case: TrainerCase, output_dir: str, distributed: bool = F
         dataloader_num_workers=0,
         average_tokens_across_devices=case.average_tokens_across_devices,
         ddp_backend=backend(case.device) if distributed else None,
-        bf16=case.autocast,
+        bf16=case.autocast and case.dtype == "bfloat16",
+        fp16=case.autocast and case.dtype == "float16",
     )
 
 
@@ -182,6 +183,10 @@ class TrainerRecord:
     #: The eps the run and its replay used, and how it was chosen.
     eps: float = PUBLISHED_EPS
     eps_source: str = ""
+    #: Under ``fp16=True``: per step, the loss scale its gradients were unscaled by, and whether the
+    #: scaler skipped it (an overflow of the scaled gradients: the parameters stay as they were).
+    loss_scales: list[float] = field(default_factory=list)
+    skipped: list[bool] = field(default_factory=list)
 
     @property
     def crashed(self) -> bool:
@@ -209,6 +214,7 @@ def run_trainer(trainer_class, case: TrainerCase, output_dir: str, world_size: i
     A trainer that raises gives a record with a ``crash`` finding (and whatever it did before);
     ``ConfigDeclined`` when the eps rule skips the case; ``ContractMismatch`` on a wrong declaration.
     """
+    check_dtype_runs_on(case.dtype, case.device)
     configured = trainer_for_case(trainer_class, case)
     model = tiny_model(case.model_seed, case.weights_dtype)
     observer = RunObserver(model)
@@ -224,6 +230,7 @@ def run_trainer(trainer_class, case: TrainerCase, output_dir: str, world_size: i
             callbacks=[observer],
         )
         trainer.remove_callback(PrinterCallback)  # the observer, not the console, carries the results
+        check_loss_scaling(trainer, case)
         if not torch.equal(torch.get_rng_state(), seeded_state(case.rank_seed(rank))):
             findings.append(
                 Finding(
@@ -233,6 +240,8 @@ def run_trainer(trainer_class, case: TrainerCase, output_dir: str, world_size: i
                 )
             )
         eval_loss, batch_losses = _run(trainer, case, observer)
+    except UnscaledFloat16:
+        raise
     except Exception as error:  # the target raised: a crash finding, not a harness error
         findings = [f for f in findings if f.kind != "noise"] + [Finding("crash", describe_raised(error))]
     finally:
@@ -263,4 +272,19 @@ def run_trainer(trainer_class, case: TrainerCase, output_dir: str, world_size: i
         StepResult(torch.tensor(loss, dtype=torch.float32), grads, params)
         for loss, grads, params in zip(losses, observer.grads, observer.params, strict=True)
     ]
+    record.loss_scales, record.skipped = observer.loss_scales, observer.skipped
     return record
+
+
+class UnscaledFloat16(ValueError):
+    """A float16 run that accelerate would not scale: a usage error, never the target's crash."""
+
+
+def check_loss_scaling(trainer, case: TrainerCase) -> None:
+    """A float16 run whose accelerator has no loss scaler would train in float32 under the float16
+    label: refused before anything is judged (``parity.devices.check_dtype_runs_on`` says where)."""
+    if case.loss_scaled and getattr(trainer.accelerator, "scaler", None) is None:
+        raise UnscaledFloat16(
+            f"TrainingArguments(fp16=True) on {case.device!r}: accelerate set up no loss scaler (nor float16 "
+            "autocast), so the run would be float32 under a float16 label"
+        )

@@ -121,12 +121,17 @@ class ParityRun:
 
 
 def local_mean_steps(
-    model: nn.Module, windows: Sequence[Sequence[Sequence[Draw]]], golden: Sequence[StepResult], lr: float
+    model: nn.Module,
+    windows: Sequence[Sequence[Sequence[Draw]]],
+    golden: Sequence[StepResult],
+    lr: float,
+    skipped: Sequence[bool] = (),
 ) -> list[StepResult]:
     """What the local-mean bug would compute, by the oracle (in ``model``'s dtype): window k of all
     ranks (``windows[k][rank]``), every microbatch divided by its own count and the quotients
-    averaged, each step from the golden parameters before it. Its distance from the golden is the
-    bug's predicted effect, which ``parity.compare.informativeness`` holds to the run's budgets."""
+    averaged, each step from the golden parameters before it (and no update where the loss scaler
+    ``skipped`` the step). Its distance from the golden is the bug's predicted effect, which
+    ``parity.compare.informativeness`` holds to the run's budgets."""
     steps = []
     for k, ranks in enumerate(windows):
         if k > 0:
@@ -134,7 +139,8 @@ def local_mean_steps(
                 for name, p in model.named_parameters():
                     p.copy_(golden[k - 1].params[name])
         microbatches = [[draw] for rank in ranks for draw in rank]
-        steps.append(sgd_step(model, microbatches, model.config.eos_token_id, lr, rank_local=True))
+        step_lr = 0.0 if k < len(skipped) and skipped[k] else lr
+        steps.append(sgd_step(model, microbatches, model.config.eos_token_id, step_lr, rank_local=True))
     return steps
 
 
