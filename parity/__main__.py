@@ -19,7 +19,7 @@ from parity.threads import wait_passively
 
 wait_passively()  # before parity.devices imports torch
 
-from parity.devices import DEVICES, DTYPES, check_ranks_fit, resolve_device  # noqa: E402
+from parity.devices import DEVICES, TRAINER_DTYPES, check_dtype_runs_on, check_ranks_fit, resolve_device  # noqa: E402
 from parity.targets import TargetLoadError, UnknownTargetError, default_targets, get_target, listed_targets
 
 
@@ -34,7 +34,8 @@ def report_parser(parser: argparse.ArgumentParser | None = None) -> argparse.Arg
 
     parser = parser or argparse.ArgumentParser(prog="python -m parity report", description=REPORT_HELP)
     parser.add_argument("--device", default="cpu", choices=[*DEVICES, "auto"], help="default: cpu")
-    parser.add_argument("--dtype", default="float32", choices=DTYPES, help="working dtype (default: float32)")
+    parser.add_argument("--dtype", default="float32", choices=TRAINER_DTYPES,
+                        help="working dtype (default: float32; float16 on cuda, as TrainingArguments(fp16=True))")
     parser.add_argument("--seed", type=int, default=0, help="model and data seed of the scenarios (default: 0)")
     parser.add_argument(
         "--target", action="append", default=[], metavar="NAME", help="an extra column (repeatable), e.g. an installed target"
@@ -81,6 +82,7 @@ def report(parser: argparse.ArgumentParser, args: argparse.Namespace) -> int:
 
     try:
         device = resolve_device(args.device)
+        check_dtype_runs_on(args.dtype, device)
         if args.ddp:
             check_ranks_fit(device, 2)
         extra = []
@@ -153,6 +155,7 @@ def ddp(parser: argparse.ArgumentParser, args: argparse.Namespace) -> int:
 
     try:
         device = resolve_device(args.device)
+        check_dtype_runs_on(args.dtype, device)
         check_ranks_fit(device, args.world_size)
         get_target(args.target).load("trainer")
     except (ValueError, UnknownTargetError, LookupError) as error:
@@ -195,7 +198,8 @@ def cli_parser() -> argparse.ArgumentParser:
     ddp_parser = commands.choices["ddp"]
     ddp_parser.add_argument("--target", default="impl", metavar="NAME", help="target whose trainer runs (default: impl)")
     ddp_parser.add_argument("--device", default="cpu", choices=[*DEVICES, "auto"], help="Gloo on cpu, NCCL on cuda")
-    ddp_parser.add_argument("--dtype", default="float32", choices=DTYPES, help="working dtype (default: float32)")
+    ddp_parser.add_argument("--dtype", default="float32", choices=TRAINER_DTYPES,
+                            help="working dtype (default: float32; float16 on cuda)")
     ddp_parser.add_argument("--world-size", type=int, default=2, choices=[2], help="ranks (default: 2)")
     ddp_parser.add_argument("--timeout", type=float, default=600.0, metavar="S", help="launcher timeout (default: 600)")
     ddp_parser.add_argument("--draw", type=int, default=0, metavar="N", help="also N cases drawn from --draw-seed")

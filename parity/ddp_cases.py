@@ -26,7 +26,7 @@ from dataclasses import replace
 import torch.distributed as dist
 
 from parity.cases import TrainerCase, draw_trainer_case
-from parity.devices import DEVICES, DTYPES
+from parity.devices import DEVICES, TRAINER_DTYPES, check_dtype_runs_on
 from parity.distributed import init_process_group
 from parity.targets import get_target, load_attribute
 from parity.trainer_oracle import trainer_verdict
@@ -116,10 +116,16 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--draw", type=int, default=0, metavar="N", help="also run N cases drawn from --draw-seed")
     parser.add_argument("--draw-seed", type=int, default=0, metavar="S", help="seed of the drawn cases (default: 0)")
     parser.add_argument("--device", default="cpu", choices=DEVICES, help="Gloo on cpu, NCCL on cuda")
-    parser.add_argument("--dtype", choices=DTYPES, help="working dtype of every case (default: float32; drawn cases draw theirs)")
+    parser.add_argument("--dtype", choices=TRAINER_DTYPES,
+                        help="working dtype of every case (default: float32; drawn cases draw theirs; float16 on cuda)")
     parser.add_argument("--json", help="rank 0 writes the verdicts here")
     parser.add_argument("--strict", action="store_true", help="rank 0 exits 1 when a case breaks parity")
     args = parser.parse_args(argv)
+    if args.dtype:
+        try:
+            check_dtype_runs_on(args.dtype, args.device)
+        except ValueError as error:
+            parser.error(str(error))
     trainers = {path: load_attribute(path) for path in args.trainer} or {args.target: get_target(args.target).load("trainer")}
     runs = []  # (verdict key, trainer class, case)
     for label, trainer_class in trainers.items():
@@ -137,8 +143,8 @@ def main(argv: list[str] | None = None) -> int:
     verdicts = {}
     try:
         for key, trainer_class, case in runs:
-            if args.dtype:  # autocast is bfloat16's only
-                case = replace(case, dtype=args.dtype, autocast=case.autocast and args.dtype == "bfloat16")
+            if args.dtype:  # float16 is autocast only; bfloat16 keeps the case's way
+                case = replace(case, dtype=args.dtype, autocast=args.dtype == "float16" or (case.autocast and args.dtype == "bfloat16"))
             case = replace(case, device=args.device)
             with tempfile.TemporaryDirectory(prefix="parity-ddp-") as output_dir:
                 record = run_trainer(trainer_class, case, output_dir, world_size, rank)

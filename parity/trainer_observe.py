@@ -4,8 +4,9 @@ Nothing is asked of the trainer (docs/trainer.md, The seam). The harness's colla
 batch it serves; a forward pre-hook on the model records the keywords the model is called with, a
 forward hook which of the output's ``loss`` / ``logits`` the trainer reads, and a pre-hook on the
 input embedding the ids the encoder actually receives (under every contract, fused heads
-included); one callback handler records the gradients before each optimizer step (unscaled, under
-``fp16=True``'s loss scaling) and the parameters after it, and whether the scaler skipped the step. Every observation is also a point of the generator *timeline*: the global
+included); one callback handler records the gradients before each optimizer step (under ``fp16=True``'s loss
+scaling: once the scaler's step has unscaled them) and the parameters after it, and whether the
+scaler skipped the step. Every observation is also a point of the generator *timeline*: the global
 CPU generator's state, consecutive duplicates kept once, which the noise replay
 (``parity.noise_replay``) explains the forwards' masks with.
 """
@@ -166,16 +167,20 @@ class RunObserver(TrainerCallback):
 
     def _on_event(self, event, args, state, control, **kwargs):
         self.snapshot()
-        scaler = getattr(kwargs.get("optimizer"), "scaler", None)
+        optimizer = kwargs.get("optimizer")
+        scaler = getattr(optimizer, "scaler", None)
         if event == "on_pre_optimizer_step":
-            # Under loss scaling the gradients are still scaled here (the scaler unscales inside its
-            # step); dividing by a power of two is exactly the scaler's own unscaling.
-            scale = 1.0 if scaler is None else float(scaler.get_scale())
             self.window_ends.append(sum(f.phase == "train" for f in self.forwards))
-            self.loss_scales.append(scale)
-            self.grads.append(
-                {n: None if p.grad is None else p.grad.detach().cpu() / scale for n, p in self.model.named_parameters()}
-            )
+            self.loss_scales.append(1.0 if scaler is None else float(scaler.get_scale()))
+            if scaler is None:
+                self.grads.append(self._grads())
         elif event == "on_optimizer_step":
-            self.skipped.append(bool(getattr(kwargs.get("optimizer"), "step_was_skipped", False)))
+            # Under loss scaling the gradients are read after the scaler's step, which unscales them
+            # exactly once (whether or not the Trainer unscaled them earlier, to log their norm).
+            if scaler is not None:
+                self.grads.append(self._grads())
+            self.skipped.append(bool(getattr(optimizer, "step_was_skipped", False)))
             self.params.append({n: p.detach().cpu().clone() for n, p in self.model.named_parameters()})
+
+    def _grads(self) -> dict[str, torch.Tensor | None]:
+        return {n: None if p.grad is None else p.grad.detach().cpu().clone() for n, p in self.model.named_parameters()}

@@ -13,6 +13,7 @@ from hypothesis.control import currently_in_test_context
 
 from parity.cases import TrainerCase
 from parity.compare import assert_verdict
+from parity.devices import runs_on
 from parity.targets import ConfigDeclined
 from parity.trainer_oracle import trainer_verdict
 from parity.trainer_run import TrainerRecord, run_trainer
@@ -24,8 +25,11 @@ def check_training_run(trainer_class, case: TrainerCase, device: str = "cpu") ->
 
     Raises ``ParityFailure`` (an ``AssertionError`` whose message leads with the kinds); returns a
     passing verdict's precision notes. A case the eps rule declines for this trainer (it declares no
-    ``eps`` and the case's is not the published one) is skipped.
+    ``eps`` and the case's is not the published one) is skipped, and so is a float16 case on a device
+    whose Trainer does not scale the loss (``parity.devices.runs_on``): it is not in that device's space.
     """
+    if not runs_on(case.dtype, device):
+        reject()
     case = replace(case, device=device)
     with tempfile.TemporaryDirectory(prefix="parity-trainer-") as folder:
         try:

@@ -9,7 +9,7 @@ from hypothesis import event
 from hypothesis import strategies as st
 
 from parity.cases import PUBLISHED_EPS, TrainerCase, draw_trainer_case
-from parity.devices import DTYPES
+from parity.devices import TRAINER_DTYPES
 
 
 class _HypothesisDraws:
@@ -35,8 +35,9 @@ class _HypothesisDraws:
 
 
 @st.composite
-def trainer_cases(draw, dtypes: Sequence[str] = DTYPES) -> TrainerCase:
-    """One rank's whole run, from the declared space (``parity.cases.draw_trainer_case``)."""
+def trainer_cases(draw, dtypes: Sequence[str] = TRAINER_DTYPES) -> TrainerCase:
+    """One rank's whole run, from the declared space (``parity.cases.draw_trainer_case``): every
+    dtype a Trainer may train in; the property rejects float16 on a device that does not scale the loss."""
     return draw_trainer_case(_HypothesisDraws(draw), dtypes=dtypes)
 
 
@@ -47,3 +48,5 @@ UPSTREAM_RUN = TrainerCase(eval_batch_size=2)
 RANK_LOCAL_RUN = TrainerCase(window_size=3, eps=PUBLISHED_EPS, average_tokens_across_devices=False, eval_batch_size=1)
 #: The pull request's run as production trains it: TrainingArguments(bf16=True) over float32 weights.
 UPSTREAM_RUN_BF16 = replace(UPSTREAM_RUN, dtype="bfloat16", autocast=True)
+#: ... and with TrainingArguments(fp16=True), where accelerate scales the loss (CUDA).
+UPSTREAM_RUN_FP16 = replace(UPSTREAM_RUN, dtype="float16", autocast=True)

@@ -1,16 +1,19 @@
-"""The bfloat16 calibration of docs/budget.md (bfloat16): correct alternatives and every known trainer
-bug, run in bfloat16 on drawn cases and held to the budget against the float64 golden on the CPU.
+"""The low-precision calibration of docs/budget.md (bfloat16, float16): correct alternatives and every
+known trainer bug, run in the working dtype on drawn cases and held to the budget against the float64
+golden on the CPU.
 
-    python -m tests.training.calibrate_bf16 [--runs N] [--seed S]
+    python -m tests.training.calibrate_precision [--dtype bfloat16|float16] [--runs N] [--seed S]
 
-First the loss targets through accumulation windows (``parity.window_run``; windows of 3
+bfloat16: first the loss targets through accumulation windows (``parity.window_run``; windows of 3
 microbatches of 2 rows): impl as it runs, impl with each window's rows re-cut into microbatches of
-one row (a legitimate reordering), and the local-mean bug. Then whole Trainer runs: each case runs
-both ways production trains in bfloat16: the weights in bfloat16, and
-``TrainingArguments(bf16=True)`` (autocast over float32 weights). Prints, per trainer and way, the
-worst error/budget of any tensor; for a known bug, the smallest such worst ratio over the cases the
-float64 oracle predicts to be informative, and how many were not. A correct trainer must stay below 1
-everywhere; a bug must exceed 1 on every informative case. Not collected by pytest (no ``test_``).
+one row (a legitimate reordering), and the local-mean bug. Then whole Trainer runs, each case both
+ways production trains in bfloat16: the weights in bfloat16, and ``TrainingArguments(bf16=True)``
+(autocast over float32 weights). float16: whole Trainer runs under ``TrainingArguments(fp16=True)``
+with accelerate's loss scaling, on the CPU as on CUDA (``tests.training.cpu_loss_scaling``).
+
+Prints, per trainer and way, the worst error/budget of any tensor; for a known bug, the smallest
+such worst ratio over the cases that are informative, and how many were not. A correct trainer must
+stay below 1 everywhere; a bug must exceed 1 on every informative case. Not collected by pytest.
 """
 
 from __future__ import annotations
@@ -28,6 +31,7 @@ from parity.targets import get_target
 from parity.trainer_oracle import trainer_verdict
 from parity.trainer_run import eps_declined, run_trainer
 from parity.window_cases import parity_run
+from tests.training.cpu_loss_scaling import cpu_loss_scaling
 from tests.training.variants import ChunkedCETrainer, Float32LossTrainer, ReorderedSumTrainer
 
 
@@ -50,7 +54,10 @@ BUGS = {
     name: (lambda name=name: get_target(name).load("trainer"))
     for name in ("known-bug:local-mean", "known-bug:logits-local-mean")
 }
-WAYS = {"bf16 weights": False, "autocast (bf16=True)": True}
+WAYS = {
+    "bfloat16": {"bf16 weights": False, "autocast (bf16=True)": True},
+    "float16": {"autocast and loss scaling (fp16=True)": True},
+}
 
 
 def window_case(seed: int) -> WindowCase:
@@ -91,20 +98,30 @@ def verdict(trainer_class, case):
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m tests.training.calibrate_bf16", description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(prog="python -m tests.training.calibrate_precision", description=__doc__.splitlines()[0])
+    parser.add_argument("--dtype", choices=sorted(WAYS), default="bfloat16", help="working dtype (default: bfloat16)")
     parser.add_argument("--runs", type=int, default=25, help="drawn cases (default: 25)")
     parser.add_argument("--seed", type=int, default=0, help="seed of the drawn cases (default: 0)")
     args = parser.parse_args(argv)
     torch.set_num_threads(1)
     cases = list(drawn_cases(args.runs, args.seed, CORRECT["impl"](), world_size=1).values())
     print(f"{'target':50} {'worst ratio':>12} {'smallest bug ratio':>19} {'not informative':>16}")
-    unexpected = window_rows(args.runs)
+    unexpected = window_rows(args.runs) if args.dtype == "bfloat16" else 0
+    with cpu_loss_scaling():
+        unexpected += trainer_rows(cases, args.dtype)
+    print(f"\n{args.runs} cases (seed {args.seed}); unexpected verdicts: {unexpected}")
+    return 1 if unexpected else 0
+
+
+def trainer_rows(cases, dtype: str) -> int:
+    """Every correct alternative and known bug, every way production trains in ``dtype``."""
+    unexpected = 0
     for name, load in {**CORRECT, **BUGS}.items():
         trainer_class, is_bug = load(), name in BUGS
-        for way, autocast in WAYS.items():
+        for way, autocast in WAYS[dtype].items():
             worst, smallest, uninformative = 0.0, math.inf, 0
             for case in cases:
-                result = verdict(trainer_class, replace(case, dtype="bfloat16", autocast=autocast))
+                result = verdict(trainer_class, replace(case, dtype=dtype, autocast=autocast))
                 worst = max(worst, result.worst_ratio)
                 if is_bug and result.uninformative and result.holds:
                     uninformative += 1
@@ -115,8 +132,7 @@ def main(argv: list[str] | None = None) -> int:
                     unexpected += not result.holds
             shown = f"{smallest:.3g}" if is_bug else "-"
             print(f"{name + ', ' + way:50} {worst:12.3g} {shown:>19} {uninformative if is_bug else '-':>16}", flush=True)
-    print(f"\n{args.runs} cases (seed {args.seed}); unexpected verdicts: {unexpected}")
-    return 1 if unexpected else 0
+    return unexpected
 
 
 if __name__ == "__main__":
