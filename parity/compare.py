@@ -29,7 +29,7 @@ denominator). Runs add findings that are not tensor comparisons: ``noise`` (the 
 
 The floor is a rounding of the *working precision* (``precision``), or of the target's own dtype
 when that is coarser: under ``TrainingArguments(bf16=True)`` the master weights and gradients are
-float32 tensors, but the arithmetic that made them is bfloat16. In a bfloat16 run, where the margins
+float32 tensors, but the arithmetic that made them is bfloat16. In a bfloat16 or float16 run, where the margins
 between rounding and a wrong count are narrow, a case whose wrong-count effect (predicted by the
 float64 oracle) stays near the budget cannot tell a bug from rounding: its verdict says it is *not
 informative* at that precision (:func:`informativeness`) instead of passing blindly.
@@ -54,8 +54,8 @@ FLOOR_ULPS = 4.0
 NORMALISATION_RELATIVE = 1e-4
 #: ... and, in a coarser precision, this many units of its rounding (bfloat16: 8 eps = 6 %, twice the floor).
 NORMALISATION_ULPS = 8.0
-#: A bfloat16 case is informative when the float64 oracle predicts the wrong count moves some tensor
-#: by at least this many budgets: correct code uses at most about half of one (docs/budget.md, bfloat16).
+#: A bfloat16 or float16 case is informative when the float64 oracle predicts the wrong count moves some
+#: tensor by at least this many budgets: correct code uses at most about half of one (docs/budget.md).
 INFORMATIVE_MARGIN = 2.0
 
 #: Every kind a verdict may name (docs/design.md, Verdict kinds).
@@ -381,9 +381,10 @@ def judge(
 
 
 def judges_informativeness(precision: torch.dtype) -> bool:
-    """Whether runs in ``precision`` are checked for informativeness: bfloat16 and coarser, where the
-    margin between rounding and a wrong count is narrow (in float32 it is over five orders of magnitude)."""
-    return torch.finfo(precision).eps >= torch.finfo(torch.bfloat16).eps
+    """Whether runs in ``precision`` are checked for informativeness: anything coarser than float32
+    (bfloat16, float16), where the margin between rounding and a wrong count is narrow (in float32 it
+    is over five orders of magnitude)."""
+    return torch.finfo(precision).eps > torch.finfo(torch.float32).eps
 
 
 def informativeness(predicted: Iterable[Comparison], precision: str) -> str | None:

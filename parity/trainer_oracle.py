@@ -175,7 +175,7 @@ def trainer_comparisons(
 
 def uninformative(case: TrainerCase, records: Sequence[TrainerRecord], oracle: References) -> str | None:
     """Why a passing verdict says nothing about the gradients, or None: in a float16 run the loss
-    scaler skipped every step; in a bfloat16 run the case cannot tell the local-mean bug from rounding
+    scaler skipped every step; in a bfloat16 or float16 run the case cannot tell the local-mean bug from rounding
     (``parity.compare.informativeness``; the prediction is the float64 oracle's, on the replayed draws)."""
     skipped = skipped_steps(records)
     if skipped and all(skipped):

@@ -22,7 +22,9 @@ def usage_error(capsys, argv) -> str:
     ("argv", "message"),
     [
         (["--only", "nope"], "invalid choice: 'nope' (choose from"),
-        (["--dtype", "float16"], "invalid choice: 'float16' (choose from 'float32', 'float64', 'bfloat16')"),
+        (["--dtype", "float8"], "invalid choice: 'float8' (choose from 'float32', 'float64', 'bfloat16', 'float16')"),
+        (["--dtype", "float16"], "dtype 'float16' is trained only under TrainingArguments(fp16=True), whose loss scaling "
+                                 "accelerate applies on cuda only; on 'cpu', fp16=True would silently train in float32"),
         (["--device", "tpu"], "invalid choice: 'tpu' (choose from 'cpu', 'cuda', 'auto')"),
         (["--target", "nope"], "unknown target 'nope'; known targets: impl, known-bug:cache-accumulate"),
         (["--examples", "0"], "--examples must be >= 1, got 0"),
@@ -61,6 +63,7 @@ def test_one_help_lists_every_subcommand(capsys):
         (["bench", "--seeds", "0"], "python -m parity bench: error: --seeds must be at least 1"),
         (["ddp", "--target", "known-bug:cache-alias"], "provides no trainer interface"),
         (["ddp", "--world-size", "3"], "invalid choice: 3 (choose from 2)"),
+        (["ddp", "--dtype", "float16"], "On 'cpu' use one of float32, float64, bfloat16"),
     ],
 )
 def test_subcommand_usage_errors_name_the_problem(capsys, argv, message):

@@ -50,6 +50,6 @@ def test_bfloat16_arithmetic_inside_a_float32_run_is_a_precision_finding(tmp_pat
         assert_verdict(trainer_verdict(case, records, strict_precision=True))
 
 
-def test_autocast_is_bfloat16_only():
-    with pytest.raises(ValueError, match="autocast .* needs dtype 'bfloat16'; got 'float32'"):
+def test_autocast_is_for_bfloat16_and_float16_only():
+    with pytest.raises(ValueError, match="autocast .* needs dtype 'bfloat16' or 'float16'; got 'float32'"):
         TrainerCase(autocast=True)
