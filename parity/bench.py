@@ -25,6 +25,7 @@ from collections.abc import Callable
 from hypothesis import strategies as st
 
 from parity.bench_dataset import bench_dataset
+from parity.devices import DEVICES, TRAINER_DTYPES, check_dtype_runs_on, make_deterministic, resolve_device
 from parity.hunt import examples_per_second
 from parity.property_table import PROPERTIES, Property, catching
 from parity.targets import builtin_targets, get_target
@@ -49,8 +50,14 @@ def run_bench(
     rate_seconds: float = RATE_SECONDS,
     shrink: bool = True,
     crash_hunt: bool = False,
+    dtype: str | None = None,
+    device: str = "cpu",
 ) -> dict:
-    """All three measurements as one JSON-ready dict.
+    """All three measurements as one JSON-ready dict, on ``device``.
+
+    With ``dtype``, only the properties with a dtype axis that has it are hunted and timed, every
+    drawn case in that working dtype (``Property.strategies``); the dtype-free dataset benchmark is
+    left out.
 
     With ``crash_hunt`` and megatron-core installed, ``dataset["megatron"]["crash"]`` also says how
     the random search finds and shrinks megatron-core's own index crash (docs/dataset.md, Crashes).
@@ -63,21 +70,23 @@ def run_bench(
     progress = progress or (lambda message: None)
     start = time.perf_counter()
     # Built-ins, megatron-core too when installed; entry-point targets only when selected.
-    hunts = hunt_known_bugs(builtin_targets().values(), seeds, hunt_examples, progress, shrink)
-    progress("dataset benchmark (parity.bench_dataset)")
-    dataset = bench_dataset()
-    if crash_hunt and "megatron" in dataset:
+    hunts = hunt_known_bugs(builtin_targets().values(), seeds, hunt_examples, progress, shrink, dtype, device)
+    dataset = None
+    if dtype is None:
+        progress("dataset benchmark (parity.bench_dataset)")
+        dataset = bench_dataset()
+    if crash_hunt and dataset and "megatron" in dataset:
         progress("hunt megatron-core's index crash")
         dataset["megatron"]["crash"] = megatron_crash_hunt()
     rates = {}
     impl = get_target("impl")
     for prop in PROPERTIES:
-        if prop.applies_to(impl):
+        if prop.applies_to(impl) and (dtype is None or dtype in prop.dtypes):
             progress(f"examples per second: {prop.name}")
             rates[prop.name] = examples_per_second(
-                lambda subject, arguments, prop=prop: prop.run(subject, arguments, target=impl),
+                lambda subject, arguments, prop=prop: prop.run(subject, arguments, device, target=impl),
                 impl.load(prop.interface),
-                st.tuples(prop.strategy()),
+                st.tuples(prop.strategy(dtype)),
                 rate_examples,
                 rate_seconds,
             )
@@ -87,6 +96,8 @@ def run_bench(
             "hunt_examples": hunt_examples,
             "rate_examples": rate_examples,
             "rate_seconds": rate_seconds,
+            "dtype": dtype,
+            "device": device,
         },
         "hunts": hunts,
         "dataset": dataset,
@@ -108,19 +119,24 @@ def megatron_crash_hunt(max_examples: int = 5000, seed: int = 0) -> dict:
     }
 
 
-def hunt_known_bugs(targets, seeds: int, max_examples: int, progress: Progress, shrink: bool = True) -> list[dict]:
-    """Each known-bug target hunted with every hunted property of the table that must catch it."""
+def hunt_known_bugs(
+    targets, seeds: int, max_examples: int, progress: Progress, shrink: bool = True, dtype: str | None = None,
+    device: str = "cpu",
+) -> list[dict]:
+    """Each known-bug target hunted with every hunted property of the table that must catch it (with
+    ``dtype``: those whose cases draw it, in it)."""
     return [
-        _hunt_over_seeds(target, prop, seeds, max_examples, progress, shrink)
+        _hunt_over_seeds(target, prop, seeds, max_examples, progress, shrink, dtype, device)
         for target in targets
         if target.is_known_bug
         for prop in catching(target.name)
-        if prop.hunted and prop.applies_to(target)
+        if prop.hunted and prop.applies_to(target) and (dtype is None or dtype in prop.dtypes)
     ]
 
 
 def _hunt_over_seeds(
-    target, prop: Property, seeds: int, max_examples: int, progress: Progress, shrink: bool = True
+    target, prop: Property, seeds: int, max_examples: int, progress: Progress, shrink: bool = True,
+    dtype: str | None = None, device: str = "cpu",
 ) -> dict:
     """One hunt per seed; the medians are over the seeds that found the bug (a miss has no figures)."""
     subject = target.load(prop.interface)
@@ -128,7 +144,10 @@ def _hunt_over_seeds(
     runs = []
     for seed in range(seeds):
         progress(f"hunt {target.name} with {name}, seed {seed}")
-        found = prop.hunt(subject, max_examples=max_examples, seed=seed, shrink=shrink, explicit=False, target=target)
+        found = prop.hunt(
+            subject, max_examples=max_examples, seed=seed, shrink=shrink, explicit=False, target=target, dtype=dtype,
+            device=device,
+        )
         runs.append(found.as_report())
     found = [run for run in runs if run["examples_to_failure"] is not None]
 
@@ -151,8 +170,9 @@ def _hunt_over_seeds(
 def format_bench(result: dict) -> str:
     """The result as plain-text tables."""
     config = result["settings"]
+    where = f"on {config['device']}" + (f", every case in {config['dtype']}" if config["dtype"] else "")
     lines = [
-        f"Finding the known bugs: {config['seeds']} random seeds per hunt, up to {config['hunt_examples']} "
+        f"Finding the known bugs ({where}): {config['seeds']} random seeds per hunt, up to {config['hunt_examples']} "
         "examples each, bare strategies (no explicit @example); medians over the seeds that found the bug",
         text_table(
             ["target", "property", "found", "examples", "s to find", "s with shrinking", "size"],
@@ -172,8 +192,26 @@ def format_bench(result: dict) -> str:
         SIZE_NOTE,
         "",
     ]
-    serve, index = result["dataset"]["serve"], result["dataset"]["index_build"]
+    lines += _dataset_lines(result["dataset"])
     lines += [
+        f"Default-suite properties on impl ({where}): generated examples only, derandomized, up to "
+        f"{config['rate_examples']} examples or {config['rate_seconds']} s each",
+        text_table(
+            ["property", "examples", "seconds", "examples/s"],
+            [[name, r["examples"], _num(r["seconds"]), _num(r["examples_per_second"])] for name, r in result["rates"].items()],
+        ),
+        "",
+        f"bench took {result['seconds']} s",
+    ]
+    return "\n".join(lines)
+
+
+def _dataset_lines(dataset: dict | None) -> list[str]:
+    """The dataset benchmark's tables (none under ``--dtype``: it has no dtype)."""
+    if dataset is None:
+        return ["Dataset benchmark: not run under --dtype (datasets have no working dtype)", ""]
+    serve, index = dataset["serve"], dataset["index_build"]
+    return [
         f"Dataset serving, sequence length {serve['sequence_length']}, one torch thread (parity.bench_dataset)",
         text_table(
             ["what", "us per sample"],
@@ -185,18 +223,9 @@ def format_bench(result: dict) -> str:
         ),
         f"oracle / impl: {serve['oracle_over_impl']}x; recomputing / cached: {serve['recomputing_over_cached']}x; "
         f"index build for {index['tokens']} tokens in {index['documents']} documents: {index['seconds']} s",
-        *_megatron_lines(result["dataset"].get("megatron")),
+        *_megatron_lines(dataset.get("megatron")),
         "",
-        f"Default-suite properties on impl: generated examples only, derandomized, up to "
-        f"{config['rate_examples']} examples or {config['rate_seconds']} s each",
-        text_table(
-            ["property", "examples", "seconds", "examples/s"],
-            [[name, r["examples"], _num(r["seconds"]), _num(r["examples_per_second"])] for name, r in result["rates"].items()],
-        ),
-        "",
-        f"bench took {result['seconds']} s",
     ]
-    return "\n".join(lines)
 
 
 def _megatron_lines(megatron: dict | None) -> list[str]:
@@ -242,14 +271,27 @@ def _num(value) -> str:
 def add_bench_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--seeds", type=int, default=5, help="hunts per known bug and property (default: 5)")
     parser.add_argument("--json", metavar="PATH", help="also write the results as JSON")
+    parser.add_argument("--device", default="cpu", choices=[*DEVICES, "auto"], help="default: cpu")
+    parser.add_argument(
+        "--dtype", choices=TRAINER_DTYPES,
+        help="hunt and time only the properties that draw this working dtype, every case in it (float16: on cuda)",
+    )
 
 
 def bench_main(parser: argparse.ArgumentParser, args: argparse.Namespace) -> int:
     """The ``bench`` command: 0 when every seed found every known bug, 1 otherwise."""
     if args.seeds < 1:
         parser.error("--seeds must be at least 1")
+    try:
+        device = resolve_device(args.device)
+        if args.dtype:
+            check_dtype_runs_on(args.dtype, device)
+    except ValueError as error:
+        parser.error(str(error))
+    make_deterministic(device)
     result = run_bench(
-        args.seeds, lambda message: print(f"[parity] {message} ...", file=sys.stderr, flush=True), crash_hunt=True
+        args.seeds, lambda message: print(f"[parity] {message} ...", file=sys.stderr, flush=True), crash_hunt=True,
+        dtype=args.dtype, device=device,
     )
     print(format_bench(result))
     if args.json:

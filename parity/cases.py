@@ -13,7 +13,7 @@ two-rank sampler (``parity.ddp_cases``), each through its own :class:`Draws`.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from typing import Protocol, TypeVar
 
 import numpy as np
@@ -219,6 +219,21 @@ class TrainerCase:
 
     def to_json(self) -> dict:
         return asdict(self)
+
+
+def at_dtype(value, dtype: str):
+    """A case in the working dtype ``dtype`` (``bench --dtype``, ``ddp_cases --dtype``); any other value
+    as it is. A Trainer case keeps its way where the dtype has two (bfloat16: weights or autocast);
+    float16 is autocast only. A window case has no float16: it calls the loss directly, without the
+    Trainer's loss scaling (a ValueError naming the dtypes it has)."""
+    if isinstance(value, TrainerCase):
+        autocast = dtype == "float16" or (dtype == "bfloat16" and value.autocast)
+        return replace(value, dtype=dtype, autocast=autocast)
+    if isinstance(value, WindowCase):
+        if dtype not in DTYPES:
+            raise ValueError(f"a window case runs in {', '.join(DTYPES)}; got {dtype!r}")
+        return replace(value, dtype=torch_dtype(dtype))
+    return value
 
 
 class Draws(Protocol):

@@ -25,7 +25,7 @@ from dataclasses import replace
 
 import torch.distributed as dist
 
-from parity.cases import TrainerCase, draw_trainer_case
+from parity.cases import TrainerCase, at_dtype, draw_trainer_case
 from parity.devices import DEVICES, TRAINER_DTYPES, check_dtype_runs_on
 from parity.distributed import init_process_group
 from parity.targets import get_target, load_attribute
@@ -143,8 +143,8 @@ def main(argv: list[str] | None = None) -> int:
     verdicts = {}
     try:
         for key, trainer_class, case in runs:
-            if args.dtype:  # float16 is autocast only; bfloat16 keeps the case's way
-                case = replace(case, dtype=args.dtype, autocast=args.dtype == "float16" or (case.autocast and args.dtype == "bfloat16"))
+            if args.dtype:
+                case = at_dtype(case, args.dtype)
             case = replace(case, device=args.device)
             with tempfile.TemporaryDirectory(prefix="parity-ddp-") as output_dir:
                 record = run_trainer(trainer_class, case, output_dir, world_size, rank)

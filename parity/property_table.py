@@ -15,6 +15,7 @@ may return notes (strings: hazards, precision findings) that accompany a passing
 
 from __future__ import annotations
 
+import functools
 import inspect
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
@@ -22,7 +23,7 @@ from typing import Any
 
 from hypothesis import strategies as st
 
-from parity.devices import DEVICES
+from parity.devices import DEVICES, DTYPES, TRAINER_DTYPES
 from parity.hunt import Hunt, hunt
 from parity.targets import Interface, Target, load_attribute
 
@@ -41,6 +42,8 @@ class Property:
     #: Builds the ``{argument: value}`` dicts run before any random example (``@example``).
     examples: Callable[[], Sequence[Mapping[str, Any]]] | None = None
     devices: tuple[str, ...] = ("cpu",)
+    #: The working dtypes its cases draw (none: no dtype axis); ``bench --dtype`` holds them to one.
+    dtypes: tuple[str, ...] = ()
     #: Known-bug targets this property must catch.
     catches: tuple[str, ...] = ()
     #: Fraction of the profile's ``max_examples``; below 1 marks a whole-run property, which also
@@ -66,11 +69,26 @@ class Property:
     def check_function(self) -> Callable[..., None]:
         return load_attribute(self.check)
 
-    def strategies(self) -> dict[str, st.SearchStrategy]:
-        return dict(self.arguments())
+    def strategies(self, dtype: str | None = None) -> dict[str, st.SearchStrategy]:
+        """The arguments' strategies; with ``dtype``, every drawn case in that working dtype
+        (``parity.cases.at_dtype``), which must be one of the property's ``dtypes``."""
+        from parity.cases import at_dtype
 
-    def strategy(self) -> st.SearchStrategy[dict[str, Any]]:
-        return st.fixed_dictionaries(self.strategies())
+        strategies = dict(self.arguments())
+        if dtype is None:
+            return strategies
+        if dtype not in self.dtypes:
+            raise ValueError(f"{self.name} draws {', '.join(self.dtypes) or 'no dtype'}; got {dtype!r}")
+        return {name: strategy.map(functools.partial(at_dtype, dtype=dtype)) for name, strategy in strategies.items()}
+
+    def at_dtype(self, arguments: Mapping[str, Any], dtype: str | None) -> dict[str, Any]:
+        """Explicit arguments as ``strategies(dtype)`` would draw them."""
+        from parity.cases import at_dtype
+
+        return {name: value if dtype is None else at_dtype(value, dtype) for name, value in arguments.items()}
+
+    def strategy(self, dtype: str | None = None) -> st.SearchStrategy[dict[str, Any]]:
+        return st.fixed_dictionaries(self.strategies(dtype))
 
     def explicit_examples(self) -> list[dict[str, Any]]:
         return [] if self.examples is None else [dict(example) for example in self.examples()]
@@ -112,16 +130,18 @@ class Property:
         explicit: bool = True,
         device: str = "cpu",
         target: Target | None = None,
+        dtype: str | None = None,
     ) -> Hunt:
         """Search for a counterexample on ``subject``: the explicit examples first (unless
         ``explicit=False``, to measure the random search alone), then drawn ones. A whole-run
         property is never shrunk here, as in the default suite (parity.suite.budget): shrinking a
-        training run costs minutes, and its failure message already names the kind of difference."""
-        examples = [(arguments,) for arguments in self.explicit_examples()] if explicit else []
+        training run costs minutes, and its failure message already names the kind of difference.
+        ``dtype``: every drawn case in that working dtype (``strategies``)."""
+        examples = [(self.at_dtype(arguments, dtype),) for arguments in self.explicit_examples()] if explicit else []
         return hunt(
             lambda target_subject, arguments: self.run(target_subject, arguments, device, target),
             subject,
-            st.tuples(self.strategy()),
+            st.tuples(self.strategy(dtype)),
             max_examples=max_examples,
             seed=seed,
             shrink=shrink and not self.whole_run,
@@ -239,6 +259,7 @@ PROPERTIES: tuple[Property, ...] = (
         devices=DEVICES,
         catches=("known-bug:local-mean",),
         hunted=True,
+        dtypes=DTYPES,
     ),
     Property(
         name="diffusion/regrouping",
@@ -251,6 +272,7 @@ PROPERTIES: tuple[Property, ...] = (
             for n, case in enumerate(_diffusion().corners_where(a_window_of_unequal_counts=True))
         ],
         devices=DEVICES,
+        dtypes=DTYPES,
     ),
     Property(
         # One microbatch per window: local and global means coincide, so every target passes.
@@ -260,6 +282,7 @@ PROPERTIES: tuple[Property, ...] = (
         arguments=lambda: {"case": _diffusion().window_cases(window_size=1)},
         examples=lambda: [{"case": case} for case in _diffusion().corners_where(microbatches_a_window="one")],
         devices=DEVICES,
+        dtypes=DTYPES,
     ),
     Property(
         name="diffusion/empty-window-is-zero",
@@ -268,6 +291,7 @@ PROPERTIES: tuple[Property, ...] = (
         arguments=lambda: {"case": _diffusion().window_cases(empty_first_window=True)},
         examples=lambda: [{"case": case} for case in _diffusion().corners_where(a_window_masks_nothing=True)],
         devices=DEVICES,
+        dtypes=DTYPES,
     ),
     Property(
         name="noise/draws-match-oracle",
@@ -278,6 +302,7 @@ PROPERTIES: tuple[Property, ...] = (
             {"case": case, "eos": (_diffusion().EOS, None)[n % 2]} for n, case in enumerate(_diffusion().corner_cases())
         ],
         kind="noise",
+        dtypes=DTYPES,
     ),
     Property(
         name="noise/masked-fraction-follows-p",
@@ -307,5 +332,6 @@ PROPERTIES: tuple[Property, ...] = (
         catches=("known-bug:local-mean", "known-bug:logits-local-mean"),
         hunted=True,
         examples_fraction=0.3,
+        dtypes=TRAINER_DTYPES,
     ),
 )

@@ -29,7 +29,9 @@ def result() -> dict:
 
 def test_the_result_has_the_documented_keys(result):
     assert set(result) == {"settings", "hunts", "dataset", "rates", "seconds"}
-    assert result["settings"] == {"seeds": 1, "hunt_examples": 50, "rate_examples": 1, "rate_seconds": 5.0}
+    assert result["settings"] == {
+        "seeds": 1, "hunt_examples": 50, "rate_examples": 1, "rate_seconds": 5.0, "dtype": None, "device": "cpu"
+    }
     assert result["dataset"]["serve"]["oracle_over_impl"] > 1, "the cached dataset must serve faster than the oracle"
     impl = builtin_targets()["impl"]
     assert set(result["rates"]) == {prop.name for prop in PROPERTIES if prop.applies_to(impl)}
@@ -51,3 +53,13 @@ def test_the_table_names_every_target_and_property(result):
     for name in [*KNOWN_BUGS, *result["rates"]]:
         assert name in text
     assert SIZE_NOTE in text
+
+
+def test_with_a_dtype_only_the_properties_that_draw_it_run_every_case_in_it():
+    result = run_bench(seeds=1, hunt_examples=50, rate_examples=1, rate_seconds=5.0, shrink=False, dtype="bfloat16")
+    drawing = {prop.name for prop in PROPERTIES if "bfloat16" in prop.dtypes}
+    assert result["dataset"] is None and set(result["rates"]) <= drawing
+    assert {hunt["target"] for hunt in result["hunts"]} == {"known-bug:local-mean", "known-bug:logits-local-mean"}
+    for hunt in result["hunts"]:
+        assert hunt["found"] == 1 and "bfloat16" in hunt["runs"][0]["counterexample"], hunt
+    assert "every case in bfloat16" in format_bench(result)
