@@ -144,6 +144,8 @@ def _verdict_class(column: Column) -> str:
 
 def format_scenario(result: ScenarioResult) -> str:
     esc = html.escape
+    if not result.columns:  # a scenario that did not run: its title says why
+        return f'<h2 id="{esc(result.name)}">{esc(result.name)}: {esc(result.title)}</h2>'
     header, body = table(result)
     rows = ["<tr>" + "".join(f"<th>{esc(cell)}</th>" for cell in header) + "</tr>"]
     for row in body[:-1]:

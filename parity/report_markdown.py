@@ -18,6 +18,8 @@ def _row(cells: list[str]) -> str:
 
 
 def format_scenario(result: ScenarioResult) -> str:
+    if not result.columns:  # a scenario that did not run: its title says why
+        return f"### {result.name}: {_cell(result.title)}"
     header, body = table(result)
     parts = [
         f"### {result.name}: {_cell(result.title)}",

@@ -19,6 +19,8 @@ def _entries(result: ScenarioResult, failures_only: bool = False, unexpected_onl
 
 
 def format_scenario(result: ScenarioResult) -> str:
+    if not result.columns:  # a scenario that did not run: its title says why
+        return indented(f"== {result.name}: {result.title}", "", WIDTH)
     header, body = table(result)
     parts = [
         indented(f"== {result.name}: {result.title}", "", WIDTH),
