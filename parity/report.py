@@ -75,11 +75,9 @@ def training_scenario(targets: list[Target], options: Options, progress: Callabl
     sit in that target's column (docs/trainer.md), never beside another target's. They are read off
     the verdict's comparisons (each carries the golden value), never recomputed.
     """
-    from parity.cases import PUBLISHED_EPS, TrainerCase
+    from parity.cases import PUBLISHED_EPS, TrainerCase, at_dtype
     from parity.trainer_oracle import trainer_verdict
     from parity.trainer_run import run_trainer
-
-    from parity.cases import at_dtype
 
     # float16 at eps 1 (p = 1): at the scaler's initial 2^16 the first steps' gradients stay finite and are
     # judged; at the published eps every step overflows and is skipped (docs/budget.md, float16).

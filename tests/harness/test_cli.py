@@ -23,8 +23,13 @@ def usage_error(capsys, argv) -> str:
     [
         (["--only", "nope"], "invalid choice: 'nope' (choose from"),
         (["--dtype", "float8"], "invalid choice: 'float8' (choose from 'float32', 'float64', 'bfloat16', 'float16')"),
-        (["--dtype", "float16"], "dtype 'float16' is trained only under TrainingArguments(fp16=True), whose loss scaling "
-                                 "accelerate applies on cuda only; on 'cpu', fp16=True would silently train in float32"),
+        (
+            ["--dtype", "float16"],
+            (
+                "dtype 'float16' is trained only under TrainingArguments(fp16=True), whose loss scaling "
+                "accelerate applies on cuda only; on 'cpu', fp16=True would silently train in float32"
+            ),
+        ),
         (["--device", "tpu"], "invalid choice: 'tpu' (choose from 'cpu', 'cuda', 'auto')"),
         (["--target", "nope"], "unknown target 'nope'; known targets: impl, known-bug:cache-accumulate"),
         (["--examples", "0"], "--examples must be >= 1, got 0"),
