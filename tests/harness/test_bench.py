@@ -8,7 +8,9 @@ from __future__ import annotations
 
 import pytest
 
-from parity.bench import SIZE_NOTE, format_bench, run_bench
+from hypothesis import find
+
+from parity.bench import SIZE_NOTE, format_bench, hunt_known_bugs, run_bench
 from parity.property_table import PROPERTIES
 from parity.targets import builtin_targets
 
@@ -52,14 +54,16 @@ def test_the_table_names_every_target_and_property(result):
     text = format_bench(result)
     for name in [*KNOWN_BUGS, *result["rates"]]:
         assert name in text
-    assert SIZE_NOTE in text
+    assert SIZE_NOTE in text and "Finding the known bugs (on cpu):" in text
 
 
 def test_with_a_dtype_only_the_properties_that_draw_it_run_every_case_in_it():
-    result = run_bench(seeds=1, hunt_examples=50, rate_examples=1, rate_seconds=5.0, shrink=False, dtype="bfloat16")
-    drawing = {prop.name for prop in PROPERTIES if "bfloat16" in prop.dtypes}
-    assert result["dataset"] is None and set(result["rates"]) <= drawing
-    assert {hunt["target"] for hunt in result["hunts"]} == {"known-bug:local-mean", "known-bug:logits-local-mean"}
-    for hunt in result["hunts"]:
+    local_mean = builtin_targets()["known-bug:local-mean"]
+    hunts = hunt_known_bugs([local_mean], 1, 20, lambda message: None, shrink=False, dtype="bfloat16")
+    assert {hunt["property"] for hunt in hunts} == {"diffusion/window-parity", "training/any-run-matches"}
+    for hunt in hunts:
         assert hunt["found"] == 1 and "bfloat16" in hunt["runs"][0]["counterexample"], hunt
-    assert "every case in bfloat16" in format_bench(result)
+    training = next(prop for prop in PROPERTIES if prop.name == "training/any-run-matches")
+    assert {find(training.strategy("float16"), lambda _: True)["case"].dtype} == {"float16"}
+    with pytest.raises(ValueError, match="dataset/matches-oracle draws no dtype; got 'bfloat16'"):
+        PROPERTIES[0].strategies("bfloat16")
