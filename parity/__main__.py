@@ -58,21 +58,24 @@ def report_parser(parser: argparse.ArgumentParser | None = None) -> argparse.Arg
     return parser
 
 
-def use_remote_code(parser: argparse.ArgumentParser, args: argparse.Namespace) -> bool:
+def use_remote_code(parser: argparse.ArgumentParser, args: argparse.Namespace) -> tuple[str, ...] | None:
     """Set up NVIDIA's code as the oracle once, before any scenario (``oracle.remote_code.activate_remote_code``)
-    and name it on stdout (unless --quiet); False after one line on stderr when it cannot be."""
+    and name it on stdout (unless --quiet); its provenance lines (none for the built-in model), or None
+    after one line on stderr when it cannot be."""
     from oracle.remote_code import RemoteCodeError, activate_remote_code
 
     try:
         source = activate_remote_code(args.nemotron_remote_code, args.require_pinned_revision)
     except (RemoteCodeError, ValueError) as error:
         print(f"{parser.prog}: error: {error}", file=sys.stderr)
-        return False
-    if source is not None and source.unpinned_warning():
+        return None
+    if source is None:
+        return ()
+    if source.unpinned_warning():
         print(f"{parser.prog}: warning: {source.unpinned_warning()}", file=sys.stderr)
-    if source is not None and not args.quiet:
+    if not args.quiet:
         print("\n".join(source.describe()), flush=True)
-    return True
+    return tuple(source.describe())
 
 
 def report(parser: argparse.ArgumentParser, args: argparse.Namespace) -> int:
@@ -99,9 +102,10 @@ def report(parser: argparse.ArgumentParser, args: argparse.Namespace) -> int:
     if args.html and (problem := html_unavailable()):
         print(f"{parser.prog}: {problem}", file=sys.stderr)
         return 2
-    options = Options(device=device, dtype=args.dtype, seed=args.seed, ddp=args.ddp, examples=args.examples)
-    if not use_remote_code(parser, args):  # one line, no usage text, no traceback
+    oracle = use_remote_code(parser, args)
+    if oracle is None:  # one line, no usage text, no traceback
         return 2
+    options = Options(device=device, dtype=args.dtype, seed=args.seed, ddp=args.ddp, examples=args.examples, oracle=oracle)
 
     from parity.devices import make_deterministic
 

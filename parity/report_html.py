@@ -180,6 +180,7 @@ def format_html(results: list[ScenarioResult], options: Options) -> str:
         f"<p><code>python -m parity</code> on {html.escape(options.device)}, {html.escape(options.dtype)}, "
         f"seed {options.seed}. <code>[n]</code> marks a cell whose failure or note is written out in full under "
         "the table.</p>",
+        *([f"<pre>{html.escape(chr(10).join(options.oracle))}</pre>"] if options.oracle else []),
         *(format_scenario(result) for result in results),
         "</body></html>",
         "",

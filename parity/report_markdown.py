@@ -53,4 +53,6 @@ def format_markdown(results: list[ScenarioResult], options: Options) -> str:
         f"`python -m parity` on {options.device}, {options.dtype}, seed {options.seed}; "
         "`[n]` marks a cell whose failure or note is written out in full under the table.",
     ]
+    if options.oracle:
+        lines += ["", "```text", *options.oracle, "```"]
     return "\n\n".join(["\n".join(lines), *(format_scenario(result) for result in results)]) + "\n"

@@ -25,6 +25,9 @@ class Options:
     ddp: bool = False
     #: Random examples per property of the table in the ``properties`` scenario (after its explicit ones).
     examples: int = 3
+    #: The oracle model's provenance when it is NVIDIA's remote code: its commit and each file's sha256
+    #: (``oracle.remote_source.RemoteCodeSource.describe``); empty for the built-in model.
+    oracle: tuple[str, ...] = ()
 
 
 @dataclass

@@ -8,6 +8,8 @@ reached the network would fail, not hang.
 
 from __future__ import annotations
 
+import json
+
 import hashlib
 import socket
 import types
@@ -161,6 +163,19 @@ def test_the_report_names_the_oracle_and_warns_of_an_unpinned_id(cache, capsys):
     captured = capsys.readouterr()
     assert captured.out.splitlines()[0].startswith(f"oracle model: NVIDIA remote code {REPO} at commit {COMMIT}")
     assert captured.err.startswith(f"{parser.prog}: warning: {REPO} names no revision, which can move")
+
+
+def test_the_json_and_markdown_reports_carry_the_oracle_commit_and_hashes(cache, tmp_path, capsys):
+    from parity.__main__ import main
+
+    lay_out_cache(cache, standin_files())
+    written, markdown = tmp_path / "r.json", tmp_path / "r.md"
+    argv = ["--only", "dataset-cache", "--nemotron-remote-code", f"{REPO}@{COMMIT}", "--quiet"]
+    assert main([*argv, "--json", str(written), "--markdown", str(markdown)]) == 0
+    oracle = json.loads(written.read_text())["options"]["oracle"]
+    assert oracle[0].startswith(f"oracle model: NVIDIA remote code {REPO} at commit {COMMIT} (pinned")
+    assert len(oracle) > 1 and all(line.startswith("  sha256 ") for line in oracle[1:])
+    assert "\n".join(oracle) in markdown.read_text()
 
 
 class _Config(types.SimpleNamespace):
