@@ -175,8 +175,9 @@ def trainer_comparisons(
 
 def uninformative(case: TrainerCase, records: Sequence[TrainerRecord], oracle: References) -> str | None:
     """Why a passing verdict says nothing about the gradients, or None: in a float16 run the loss
-    scaler skipped every step; in a bfloat16 or float16 run the case cannot tell the local-mean bug from rounding
-    (``parity.compare.informativeness``; the prediction is the float64 oracle's, on the replayed draws)."""
+    scaler skipped every step; in a bfloat16 or float16 run the case cannot tell the local-mean bug
+    from rounding (``parity.compare.informativeness``; the prediction is the float64 oracle's, on the
+    replayed draws)."""
     skipped = skipped_steps(records)
     if skipped and all(skipped):
         scales = ", ".join(f"{scale:g}" for scale in records[0].loss_scales)
@@ -190,7 +191,6 @@ def uninformative(case: TrainerCase, records: Sequence[TrainerRecord], oracle: R
     golden = oracle.golden.steps
     windows = [[record.train_draws[k] for record in records] for k in range(len(golden))]
     model = tiny_model(case.model_seed, case.weights_dtype).to("cpu", torch.float64)
-    skipped = skipped_steps(records)
     predicted = local_mean_steps(model, windows, golden, case.lr, skipped)
     comparisons = compare_steps(predicted, [r.steps for r in oracle.refs], golden, precision, skipped=skipped)
     return informativeness(comparisons, case.dtype)
