@@ -387,6 +387,10 @@ def judges_informativeness(precision: torch.dtype) -> bool:
     return torch.finfo(precision).eps > torch.finfo(torch.float32).eps
 
 
+#: The Hypothesis event of a drawn case whose pass says nothing (``--hypothesis-show-statistics``).
+NOT_INFORMATIVE_EVENT = "a case not informative at its precision (held, says nothing of a wrong count)"
+
+
 def informativeness(predicted: Iterable[Comparison], precision: str) -> str | None:
     """None when the case can show a wrong count at ``precision``; otherwise why it cannot.
 

@@ -12,7 +12,7 @@ from hypothesis import event, reject
 from hypothesis.control import currently_in_test_context
 
 from parity.cases import TrainerCase
-from parity.compare import assert_verdict
+from parity.compare import NOT_INFORMATIVE_EVENT, assert_verdict
 from parity.devices import runs_on
 from parity.targets import ConfigDeclined
 from parity.trainer_oracle import trainer_verdict
@@ -40,6 +40,8 @@ def check_training_run(trainer_class, case: TrainerCase, device: str = "cpu") ->
         for text in realized(record):
             event(text)
     verdict = assert_verdict(trainer_verdict(case, [record]))
+    if verdict.uninformative and currently_in_test_context():
+        event(NOT_INFORMATIVE_EVENT)
     return [comparison.describe() for comparison in verdict.notes]
 
 
