@@ -175,8 +175,9 @@ class RunObserver(TrainerCallback):
             if scaler is None:
                 self.grads.append(self._grads())
         elif event == "on_optimizer_step":
-            # Under loss scaling the gradients are read after the scaler's step, which unscales them
-            # exactly once (whether or not the Trainer unscaled them earlier, to log their norm).
+            # Under loss scaling the gradients are read after the scaler's step, by which they are
+            # unscaled exactly once, whoever asked first (transformers unscales them before
+            # on_pre_optimizer_step to log their norm; a trainer that does not leaves them scaled there).
             if scaler is not None:
                 self.grads.append(self._grads())
             self.skipped.append(bool(getattr(optimizer, "step_was_skipped", False)))
