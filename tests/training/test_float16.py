@@ -19,7 +19,7 @@ from parity.cases import TrainerCase
 from parity.compare import ParityFailure, assert_verdict
 from parity.strategies.training import UPSTREAM_RUN_FP16
 from parity.targets import get_target
-from parity.trainer_oracle import trainer_verdict, unscaled_overflows
+from parity.trainer_oracle import skipped_steps, trainer_verdict, unscaled_overflows
 from parity.trainer_run import TrainerRecord, UnscaledFloat16, run_trainer
 from tests.training.cpu_loss_scaling import cpu_loss_scaling
 
@@ -60,6 +60,15 @@ def test_a_step_skipped_without_any_scaling_is_a_finding():
     record = TrainerRecord([], [], None, loss_scales=[2.0, 1.0], skipped=[True, True])
     (finding,) = unscaled_overflows([record])
     assert finding.step == 1 and "not finite even unscaled" in finding.message
+
+
+def test_ranks_share_the_skipped_steps_or_the_run_is_refused():
+    """The scaler checks every rank's reduced gradients, so every rank skips the same steps."""
+    ranks = [TrainerRecord([], [[], []], None, skipped=skipped) for skipped in ([False, True], [False, True])]
+    assert skipped_steps(ranks) == [False, True]
+    ranks[1].skipped = [True, True]
+    with pytest.raises(AssertionError, match="disagree on which steps they skipped"):
+        skipped_steps(ranks)
 
 
 def test_float16_on_the_cpu_is_refused_naming_the_device(tmp_path):
