@@ -129,7 +129,14 @@ def hunt_known_bugs(
         _hunt_over_seeds(target, prop, seeds, max_examples, progress, shrink, dtype, device)
         for target in targets
         if target.is_known_bug
-        for prop in catching(target.name)
+        for prop in hunted_properties(target, dtype)
+    ]
+
+
+def hunted_properties(target, dtype: str | None = None) -> list[Property]:
+    """The hunted properties that must catch ``target`` (with ``dtype``: those whose cases draw it)."""
+    return [
+        prop for prop in catching(target.name)
         if prop.hunted and prop.applies_to(target) and (dtype is None or dtype in prop.dtypes)
     ]
 
