@@ -67,6 +67,10 @@ EOS = TINY_CONFIG["eos_token_id"]
 
 #: The published noising's ``eps`` (docs/diffusion-model.md, Noising); what an undeclared trainer runs at.
 PUBLISHED_EPS = 1e-3
+#: The eps of the float16 runs that name a scenario (the report's, the explicit example): at p = 1 the
+#: first steps' scaled gradients fit float16 at the scaler's initial 2^16 and are judged; at the
+#: published eps every step overflows and is skipped (docs/budget.md, float16).
+LOSS_SCALED_EPS = 1.0
 #: Row kinds: a response (prompt + answer + padding), all prompt (nothing to supervise), no padding.
 ROW_KINDS = ("answer", "prompt-only", "full")
 

@@ -75,13 +75,11 @@ def training_scenario(targets: list[Target], options: Options, progress: Callabl
     sit in that target's column (docs/trainer.md), never beside another target's. They are read off
     the verdict's comparisons (each carries the golden value), never recomputed.
     """
-    from parity.cases import PUBLISHED_EPS, TrainerCase, at_dtype
+    from parity.cases import LOSS_SCALED_EPS, PUBLISHED_EPS, TrainerCase, at_dtype
     from parity.trainer_oracle import trainer_verdict
     from parity.trainer_run import run_trainer
 
-    # float16 at eps 1 (p = 1): at the scaler's initial 2^16 the first steps' gradients stay finite and are
-    # judged; at the published eps every step overflows and is skipped (docs/budget.md, float16).
-    eps = {"float16": 1.0}.get(options.dtype, PUBLISHED_EPS)
+    eps = LOSS_SCALED_EPS if options.dtype == "float16" else PUBLISHED_EPS
     case = at_dtype(TrainerCase(device=options.device, model_seed=options.seed, eps=eps), options.dtype)
     result = ScenarioResult(
         "training-run",

@@ -136,6 +136,7 @@ def trainer_comparisons(
     golden, refs, lower = oracle.golden, oracle.refs, oracle.lower
     precision = torch_dtype(case.dtype)
     lower_precision = torch_dtype(LOWER_DTYPE[case.dtype]) if lower else None
+    skipped = skipped_steps(records)
     comparisons = []
     for rank, record in enumerate(records):
         on_rank = rank if len(records) > 1 else None
@@ -144,7 +145,7 @@ def trainer_comparisons(
         steps = [r.steps for r in refs]
         comparisons += compare_steps(
             record.steps, steps, golden.steps, precision, lower=[r.steps for r in lower], lower_precision=lower_precision,
-            rank=on_rank, skipped=skipped_steps(records),
+            rank=on_rank, skipped=skipped,
         )
         if record.eval_loss is not None and golden.eval_loss is not None:
             out = torch.tensor(record.eval_loss, dtype=torch.float32)

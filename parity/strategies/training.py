@@ -8,7 +8,7 @@ from dataclasses import replace
 from hypothesis import event
 from hypothesis import strategies as st
 
-from parity.cases import PUBLISHED_EPS, TrainerCase, draw_trainer_case
+from parity.cases import LOSS_SCALED_EPS, PUBLISHED_EPS, TrainerCase, draw_trainer_case
 from parity.devices import TRAINER_DTYPES
 
 
@@ -48,6 +48,6 @@ UPSTREAM_RUN = TrainerCase(eval_batch_size=2)
 RANK_LOCAL_RUN = TrainerCase(window_size=3, eps=PUBLISHED_EPS, average_tokens_across_devices=False, eval_batch_size=1)
 #: The pull request's run as production trains it: TrainingArguments(bf16=True) over float32 weights.
 UPSTREAM_RUN_BF16 = replace(UPSTREAM_RUN, dtype="bfloat16", autocast=True)
-#: ... and with TrainingArguments(fp16=True), where accelerate scales the loss (CUDA). At eps 1 (p = 1)
-#: the first steps' scaled gradients fit float16 and are judged; the last one overflows and is skipped.
-UPSTREAM_RUN_FP16 = replace(UPSTREAM_RUN, dtype="float16", autocast=True, eps=1.0)
+#: ... and with TrainingArguments(fp16=True), where accelerate scales the loss (CUDA): the first steps
+#: are judged, the last one overflows and is skipped (``LOSS_SCALED_EPS``).
+UPSTREAM_RUN_FP16 = replace(UPSTREAM_RUN, dtype="float16", autocast=True, eps=LOSS_SCALED_EPS)
