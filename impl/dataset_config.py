@@ -1,7 +1,7 @@
 """The settings of impl's GPT dataset, named as megatron-core names them (docs/dataset.md, Config).
 
 impl's own type: production code does not depend on the harness that judges it. Its target
-translates the harness's config into this one, as any outside adapter would (parity/impl_dataset.py).
+translates the harness's config into this one, as any outside adapter would (parity/dataset/impl.py).
 """
 
 from __future__ import annotations

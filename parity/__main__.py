@@ -23,14 +23,13 @@ from parity.devices import DEVICES, TRAINER_DTYPES, check_dtype_runs_on, check_r
 from parity.targets import TargetLoadError, UnknownTargetError, default_targets, get_target, listed_targets
 
 
-
 def _progress(message: str) -> None:
     print(f"[parity] {message} ...", file=sys.stderr, flush=True)
 
 
 def report_parser(parser: argparse.ArgumentParser | None = None) -> argparse.ArgumentParser:
     """The report's options, on ``parser`` (the ``report`` subcommand) or a parser of their own."""
-    from parity.report import SCENARIOS
+    from parity.property_scenario import ALL_SCENARIOS as SCENARIOS
 
     parser = parser or argparse.ArgumentParser(prog="python -m parity report", description=REPORT_HELP)
     parser.add_argument("--device", default="cpu", choices=[*DEVICES, "auto"], help="default: cpu")
@@ -79,9 +78,10 @@ def use_remote_code(parser: argparse.ArgumentParser, args: argparse.Namespace) -
 
 
 def report(parser: argparse.ArgumentParser, args: argparse.Namespace) -> int:
-    from parity.report import run_report
-    from parity.report_model import Options, as_json
-    from parity.report_text import format_report
+    from parity.property_scenario import ALL_SCENARIOS
+    from parity.report.model import Options, as_json
+    from parity.report.scenarios import run_report
+    from parity.report.text import format_report
 
     try:
         device = resolve_device(args.device)
@@ -110,18 +110,20 @@ def report(parser: argparse.ArgumentParser, args: argparse.Namespace) -> int:
     from parity.devices import make_deterministic
 
     make_deterministic(device)
-    results = run_report(targets, options, args.only, (lambda message: None) if args.quiet else _progress)
+    results = run_report(
+        targets, options, args.only, (lambda message: None) if args.quiet else _progress, ALL_SCENARIOS
+    )
     print(format_report(results, quiet=args.quiet))
     if args.json:
         with open(args.json, "w") as handle:
             handle.write(as_json(results, options))
     if args.markdown:
-        from parity.report_markdown import format_markdown
+        from parity.report.markdown import format_markdown
 
         with open(args.markdown, "w") as handle:
             handle.write(format_markdown(results, options))
     if args.html:
-        from parity.report_html import format_html
+        from parity.report.html import format_html
 
         with open(args.html, "w") as handle:
             handle.write(format_html(results, options))
@@ -155,7 +157,7 @@ def bench(parser: argparse.ArgumentParser, args: argparse.Namespace) -> int:
 
 def ddp(parser: argparse.ArgumentParser, args: argparse.Namespace) -> int:
     """Launch the two-rank cases as real processes and print rank 0's verdicts."""
-    from parity.distributed import RankFailed, launch
+    from parity.training.distributed import RankFailed, launch
 
     try:
         device = resolve_device(args.device)
@@ -170,7 +172,7 @@ def ddp(parser: argparse.ArgumentParser, args: argparse.Namespace) -> int:
     if args.json:
         arguments += ["--json", args.json]
     try:
-        outputs = launch("parity.ddp_cases", arguments, args.world_size, timeout_s=args.timeout)
+        outputs = launch("parity.training.ddp_cases", arguments, args.world_size, timeout_s=args.timeout)
     except RankFailed as error:
         print(f"{parser.prog}: {error}", file=sys.stderr)
         return 1

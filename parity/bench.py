@@ -8,7 +8,7 @@ Three measurements, from any directory; what is measured is read from the proper
    out, so the figures say what the random search alone achieves. Medians over
    the seeds that found the bug: examples and seconds to the first counterexample, seconds with
    shrinking, and the size of the shrunk counterexample (characters of its ``repr``).
-2. The dataset benchmark of :mod:`parity.bench_dataset` (serving: cached impl versus the oracle).
+2. The dataset benchmark of :mod:`parity.dataset.bench` (serving: cached impl versus the oracle).
 3. Examples per second of every property of the table on ``impl``, timed the way
    the ``dev`` profile runs them: freshly generated examples only, derandomized, no database.
 """
@@ -24,12 +24,12 @@ from collections.abc import Callable
 
 from hypothesis import strategies as st
 
-from parity.bench_dataset import bench_dataset
+from parity.dataset.bench import bench_dataset
 from parity.devices import DEVICES, TRAINER_DTYPES, check_dtype_runs_on, make_deterministic, resolve_device
 from parity.hunt import examples_per_second
 from parity.property_table import PROPERTIES, Property, catching
+from parity.report.text_table import text_table
 from parity.targets import builtin_targets, get_target
-from parity.text_table import text_table
 
 HUNT_EXAMPLES = 100
 #: The ``dev`` profile's ``max_examples`` (parity.pytest_plugin): what the default suite spends per property.
@@ -64,7 +64,7 @@ def run_bench(
 
     Keys: ``settings`` (the arguments); ``hunts``, one entry per known-bug target and hunted
     property (``found`` of ``seeds``, the ``median_*`` figures, each seed's hunt report under
-    ``runs``); ``dataset``, what :func:`parity.bench_dataset.bench_dataset` returns; ``rates``,
+    ``runs``); ``dataset``, what :func:`parity.dataset.bench.bench_dataset` returns; ``rates``,
     property name -> ``examples``, ``seconds``, ``examples_per_second``; ``seconds``, the whole run.
     """
     progress = progress or (lambda message: None)
@@ -73,7 +73,7 @@ def run_bench(
     hunts = hunt_known_bugs(builtin_targets().values(), seeds, hunt_examples, progress, shrink, dtype, device)
     dataset = None
     if dtype is None:
-        progress("dataset benchmark (parity.bench_dataset)")
+        progress("dataset benchmark (parity.dataset.bench)")
         dataset = bench_dataset()
     if crash_hunt and dataset and "megatron" in dataset:
         progress("hunt megatron-core's index crash")
@@ -219,7 +219,7 @@ def _dataset_lines(dataset: dict | None) -> list[str]:
         return ["Dataset benchmark: not run under --dtype (datasets have no working dtype)", ""]
     serve, index = dataset["serve"], dataset["index_build"]
     return [
-        f"Dataset serving, sequence length {serve['sequence_length']}, one torch thread (parity.bench_dataset)",
+        f"Dataset serving, sequence length {serve['sequence_length']}, one torch thread (parity.dataset.bench)",
         text_table(
             ["what", "us per sample"],
             [
@@ -236,7 +236,7 @@ def _dataset_lines(dataset: dict | None) -> list[str]:
 
 
 def _megatron_lines(megatron: dict | None) -> list[str]:
-    """impl beside megatron-core's own GPTDataset (parity.bench_dataset), when it was timed."""
+    """impl beside megatron-core's own GPTDataset (parity.dataset.bench), when it was timed."""
     if megatron is None:
         return []
     index = megatron["index_build"]

@@ -2,15 +2,20 @@
 
 A crash is reported with the exception and the innermost frame, the place it was raised, with the
 file shortened to what a reader finds: from the package root inside site-packages, or relative to
-this repository. A target's ``known_crashes`` entries are matched against that form.
+this repository. A target's ``known_crashes`` entries are matched against that form. Every call into
+target code that is not a training run goes through :func:`call_target`, so every wing reports a
+crash alike (docs/dataset.md, Crashes).
 """
 
 from __future__ import annotations
 
 import os
 import traceback
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
+from typing import Any
+
+from parity.targets import ConfigDeclined
 
 _HARNESS_ROOT = Path(__file__).resolve().parent.parent
 
@@ -49,3 +54,32 @@ def is_known(crash_signature: str, known: Sequence[str]) -> bool:
 def describe_raised(error: BaseException) -> str:
     """``ExceptionType: message at path:line (in function)``."""
     return f"{type(error).__name__}: {str(error) or '(no message)'} at {raised_where(error)}"
+
+
+class TargetCrashed(Exception):
+    """The target itself raised: not a counterexample to a property, a crash (docs/dataset.md, Crashes).
+
+    ``signature`` is ``"ExceptionType at path:line"`` (the innermost frame, i.e. where it was raised),
+    which a target's ``known_crashes`` entries are matched against."""
+
+    def __init__(self, error: BaseException, what: str) -> None:
+        self.error = error
+        self.where = raised_where(error)
+        self.signature = signature(error)
+        super().__init__(f"the target raised {describe_raised(error)} while {what}")
+
+
+def call_target(what: str, function: Callable[..., Any], *args: Any) -> Any:
+    """``function(*args)``, where ``function`` is target code. ``ConfigDeclined`` passes through (the
+    property skips the example); any other exception, ``AssertionError`` included, becomes
+    :class:`TargetCrashed` naming the exception and where it was raised."""
+    try:
+        return function(*args)
+    except ConfigDeclined:
+        raise
+    except Exception as error:
+        raise TargetCrashed(error, what) from error
+
+
+def is_known_crash(crash: TargetCrashed, known: tuple[str, ...]) -> bool:
+    return is_known(crash.signature, known)

@@ -8,16 +8,15 @@ counterexample, because Hypothesis replays the minimal failure once more after s
 from __future__ import annotations
 
 import time
-from dataclasses import asdict, dataclass, field
-
 from collections.abc import Sequence
+from dataclasses import asdict, dataclass, field
 
 from hypothesis import HealthCheck, Phase, example, given, settings
 from hypothesis import seed as fix_seed
 from hypothesis import strategies as st
 from hypothesis.errors import UnsatisfiedAssumption
 
-from parity.dataset_compare import TargetCrashed
+from parity.crash import TargetCrashed
 
 
 @dataclass

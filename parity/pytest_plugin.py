@@ -190,7 +190,7 @@ def trainer_class(target):
 
 
 def _target_crashes(error: BaseException):
-    from parity.dataset_compare import TargetCrashed
+    from parity.crash import TargetCrashed
 
     if isinstance(error, TargetCrashed):
         yield error
@@ -205,7 +205,7 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo):
     target = getattr(item.config, "parity_target", None)
     if call.when != "call" or call.excinfo is None or target is None:
         return
-    from parity.dataset_compare import is_known_crash
+    from parity.crash import is_known_crash
 
     crashes = list(_target_crashes(call.excinfo.value))
     if crashes and all(is_known_crash(crash, target.known_crashes) for crash in crashes):

@@ -4,8 +4,8 @@ Written once; the property table (parity/property_table.py) gives them their str
 upstream triggers as explicit examples and the known bugs they must catch, and the suite, the
 known-bug checks, bench and the report all run them from there. Each raises AssertionError (naming
 the sample, key and first differing position) on a counterexample. Target code is called
-through :func:`parity.dataset_compare.call_target`, so an exception the target raises is a
-:class:`~parity.dataset_compare.TargetCrashed` ("the target raised ..."), never mistaken for a counterexample,
+through :func:`parity.crash.call_target`, so an exception the target raises is a
+:class:`~parity.crash.TargetCrashed` ("the target raised ..."), never mistaken for a counterexample,
 and a config the target declines skips the example.
 """
 
@@ -18,7 +18,8 @@ from torch.utils.data import DataLoader, default_collate
 
 from oracle.gpt_dataset import OracleGPTDataset
 from parity.cases import DatasetCase
-from parity.dataset_compare import Hazard, aliasing_hazards, assert_samples_equal, call_target, last_sample_position
+from parity.crash import call_target
+from parity.dataset.compare import Hazard, aliasing_hazards, assert_samples_equal, last_sample_position
 from parity.targets import ConfigDeclined
 
 #: The index arrays every dataset target has, and the one only some have (held to the oracle too).

@@ -15,10 +15,11 @@ from hypothesis import target as hypothesis_target
 from hypothesis.control import currently_in_test_context
 
 from oracle.nemotron_diffusion import eos_padding_rule, forward_process
+from parity.budget import NOT_INFORMATIVE_EVENT
 from parity.cases import EOS, MASK_TOKEN_ID, PUBLISHED_EPS, VOCAB, WindowCase
-from parity.compare import NOT_INFORMATIVE_EVENT, assert_verdict, judge
-from parity.window_cases import parity_run
-from parity.window_run import ParityRun
+from parity.compare import assert_verdict, judge
+from parity.training.window_cases import parity_run
+from parity.training.window_run import ParityRun
 
 
 def noise(diffusion_loss, window, **overrides):

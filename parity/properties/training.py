@@ -1,6 +1,6 @@
 """Whole training runs held to the oracle: the table's ``training/any-run-matches``.
 
-The run is driven by ``parity.trainer_run`` and judged by ``parity.trainer_oracle`` (docs/trainer.md).
+The run is driven by ``parity.training.run`` and judged by ``parity.training.verdict`` (docs/trainer.md).
 """
 
 from __future__ import annotations
@@ -11,12 +11,13 @@ from dataclasses import replace
 from hypothesis import event, reject
 from hypothesis.control import currently_in_test_context
 
+from parity.budget import NOT_INFORMATIVE_EVENT
 from parity.cases import TrainerCase
-from parity.compare import NOT_INFORMATIVE_EVENT, assert_verdict
+from parity.compare import assert_verdict
 from parity.devices import runs_on
 from parity.targets import ConfigDeclined
-from parity.trainer_oracle import trainer_verdict
-from parity.trainer_run import TrainerRecord, run_trainer
+from parity.training.run import TrainerRecord, run_trainer
+from parity.training.verdict import trainer_verdict
 
 
 def check_training_run(trainer_class, case: TrainerCase, device: str = "cpu") -> list[str]:

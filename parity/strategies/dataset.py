@@ -27,13 +27,12 @@ import numpy as np
 from hypothesis import event
 from hypothesis import strategies as st
 
-from oracle.gpt_indices import num_epochs as oracle_num_epochs
 from oracle.gpt_indices import extra_tokens, sample_count, separate_final_epoch
+from oracle.gpt_indices import num_epochs as oracle_num_epochs
 from parity.cases import DatasetCase, samples_supplied
 from parity.dataset_config import SPLITS, GPTDatasetConfig
-from parity.strategies.covering import Row, covering_array, labels, every_combination
+from parity.strategies.covering import Row, covering_array, every_combination, labels
 from parity.strategies.mock_data import mock_documents
-
 
 SEEDS = st.integers(0, 2**32 - 1)
 #: Rates at which EOD ids are planted in a document (besides chance); the first shrinks first.

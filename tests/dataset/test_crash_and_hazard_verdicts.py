@@ -9,11 +9,12 @@ from __future__ import annotations
 import pytest
 import torch
 
-from parity.dataset_compare import TargetCrashed, aliasing_hazards, is_known_crash
-from parity.report import Options, dataset_scenario
-from parity.targets import Target
+from parity.crash import TargetCrashed, is_known_crash
+from parity.dataset.compare import aliasing_hazards
 from parity.properties import dataset as properties
+from parity.report.scenarios import Options, dataset_scenario
 from parity.strategies.dataset import UPSTREAM_PR_CASE
+from parity.targets import Target
 
 HERE = "tests.dataset.test_crash_and_hazard_verdicts"
 

@@ -2,7 +2,7 @@
 
 impl depends on nothing of the harness (tests/test_oracle_independence.py), so it has its own
 config with megatron-core's names; its targets translate the harness's config field by field
-(parity/impl_dataset.py), as any outside adapter does.
+(parity/dataset/impl.py), as any outside adapter does.
 """
 
 from __future__ import annotations
@@ -12,8 +12,8 @@ from dataclasses import fields
 import pytest
 
 from impl.dataset_config import GPTDatasetConfig as ImplConfig
+from parity.dataset.impl import impl_config
 from parity.dataset_config import GPTDatasetConfig
-from parity.impl_dataset import impl_config
 
 VALID = dict(sequence_length=4, vocab_size=10, eod=0)
 

@@ -13,17 +13,17 @@ import numpy as np
 import pytest
 from hypothesis import given, reject, settings
 
-from parity.dataset_compare import TargetCrashed
+from parity.crash import TargetCrashed
 from parity.dataset_config import GPTDatasetConfig
-from parity.property_table import PROPERTIES, catching
-from parity.targets import ConfigDeclined, OPTIONAL_TARGETS, get_target
 from parity.properties import dataset as properties
+from parity.property_table import PROPERTIES, catching
 from parity.strategies.dataset import (
     MEGATRON_CRASH_CASE,
     MOCK_DATA_CASE,
     UPSTREAM_PR_CASE,
     dataset_cases,
 )
+from parity.targets import OPTIONAL_TARGETS, ConfigDeclined, get_target
 
 MEGATRON = next(t for t in OPTIONAL_TARGETS if t.name == "megatron-core")
 FIXED = next(t for t in OPTIONAL_TARGETS if t.name == "megatron-core:fixed")

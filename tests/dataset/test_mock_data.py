@@ -6,10 +6,10 @@ import numpy as np
 import pytest
 import torch
 
-from parity.dataset_config import GPTDatasetConfig
-from parity.impl_dataset import cache_alias_dataset
-from parity.strategies.mock_data import mock_documents
 from oracle.gpt_dataset import OracleGPTDataset
+from parity.dataset.impl import cache_alias_dataset
+from parity.dataset_config import GPTDatasetConfig
+from parity.strategies.mock_data import mock_documents
 
 
 def test_each_document_is_a_ramp_closed_by_an_eod():

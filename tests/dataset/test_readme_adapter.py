@@ -16,9 +16,9 @@ from hypothesis import given, settings
 
 from impl.dataset_config import GPTDatasetConfig
 from impl.gpt_dataset import GPTDataset
-from parity.targets import Target
 from parity.properties import dataset as properties
 from parity.strategies.dataset import dataset_cases
+from parity.targets import Target
 
 README = Path(__file__).resolve().parents[2] / "README.md"
 

@@ -9,11 +9,11 @@ from __future__ import annotations
 import torch
 
 from oracle.nemotron_diffusion import IGNORE_INDEX, build_tiny_model
+from parity.budget import compare_states, compare_tensor
 from parity.cases import EOS, MASK_TOKEN_ID, SEED_SCENARIO
-from parity.compare import assert_verdict, compare_states, compare_tensor, judge
+from parity.compare import assert_verdict, judge
 from parity.properties.diffusion import noise
-from parity.window_cases import parity_run
-
+from parity.training.window_cases import parity_run
 
 
 def test_eos_rule_reads_like_its_manual(diffusion_loss):

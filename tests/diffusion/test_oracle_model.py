@@ -15,7 +15,8 @@ from transformers.utils import ModelOutput
 
 from oracle.nemotron_diffusion import TINY_CONFIG, build_tiny_model, forward_process
 from oracle.remote_code import oracle_model_factory
-from parity.compare import assert_verdict, compare_tensor, judge
+from parity.budget import compare_tensor
+from parity.compare import assert_verdict, judge
 
 MASK = TINY_CONFIG["mask_token_id"]
 

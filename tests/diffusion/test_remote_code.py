@@ -137,8 +137,8 @@ def test_every_trainer_call_holds_on_the_published_surface_alone(trainer_class, 
     attribute crashes here, in the default run, not only with NVIDIA's files."""
     from parity.cases import TrainerCase
     from parity.compare import assert_verdict
-    from parity.trainer_oracle import trainer_verdict
-    from parity.trainer_run import run_trainer
+    from parity.training.run import run_trainer
+    from parity.training.verdict import trainer_verdict
 
     monkeypatch.setenv(REMOTE_CODE_ENV, str(STANDIN))
     case = TrainerCase(examples_per_rank=4, eval_batch_size=3)
@@ -308,7 +308,7 @@ def test_the_report_refuses_code_this_transformers_cannot_run_in_one_line(tmp_pa
 
 
 def test_a_scenario_that_fails_to_run_is_a_failed_cell():
-    from parity.report import Options, run_report
+    from parity.report.scenarios import Options, run_report
     from parity.targets import Target
 
     broken = Target(name="broken", description="a loss that cannot be imported", expect="pass",

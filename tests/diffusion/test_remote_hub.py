@@ -8,9 +8,8 @@ reached the network would fail, not hang.
 
 from __future__ import annotations
 
-import json
-
 import hashlib
+import json
 import socket
 import types
 from pathlib import Path

@@ -9,8 +9,8 @@ from __future__ import annotations
 import pytest
 import torch
 
-from parity.properties.diffusion import noise
 from parity.cases import VOCAB
+from parity.properties.diffusion import noise
 
 IDS = torch.zeros(2, 5, dtype=torch.long)
 

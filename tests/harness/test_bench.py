@@ -7,7 +7,6 @@ first counterexample (no shrinking), which keeps the run to about 15 s on two co
 from __future__ import annotations
 
 import pytest
-
 from hypothesis import find
 
 from parity.bench import SIZE_NOTE, format_bench, hunted_properties, run_bench

@@ -6,7 +6,8 @@ from __future__ import annotations
 import pytest
 import torch
 
-from parity.compare import INFORMATIVE_MARGIN, compare_tensor, informativeness, judge, judges_informativeness
+from parity.budget import INFORMATIVE_MARGIN, compare_tensor, informativeness, judges_informativeness
+from parity.compare import judge
 
 GOLDEN = torch.tensor([1.0, -2.0, 4.0], dtype=torch.float64)
 EPS_BF16 = torch.finfo(torch.bfloat16).eps

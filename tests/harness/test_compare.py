@@ -5,14 +5,8 @@ from __future__ import annotations
 import pytest
 import torch
 
-from parity.compare import (
-    Finding,
-    ParityFailure,
-    assert_verdict,
-    compare_states,
-    compare_tensor,
-    judge,
-)
+from parity.budget import compare_states, compare_tensor
+from parity.compare import Finding, ParityFailure, assert_verdict, judge
 
 GOLDEN = torch.tensor([1.0, -2.0, 4.0], dtype=torch.float64)
 EPS32 = torch.finfo(torch.float32).eps

@@ -18,7 +18,6 @@ built from a covering array over them (parity/strategies/covering.py). Checked h
 
 from __future__ import annotations
 
-
 import pytest
 from hypothesis import HealthCheck, Phase, given, settings
 

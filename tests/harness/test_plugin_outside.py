@@ -34,7 +34,7 @@ packages = ["outside_pkg"]
 
 ADAPTER = '''
 """Stands in for a package's own production datasets: one correct, one with the cache leak."""
-from parity.impl_dataset import cache_alias_dataset, impl_dataset
+from parity.dataset.impl import cache_alias_dataset, impl_dataset
 from parity.targets import Target
 
 def good_dataset(documents, config):

@@ -13,10 +13,11 @@ import pytest
 from hypothesis import strategies as st
 
 import parity.property_table as table
-from parity.compare import KINDS, ParityFailure
-from parity.property_table import PROPERTIES, Property
 from parity.bench import hunt_known_bugs
-from parity.report import Options, properties_scenario
+from parity.compare import KINDS, ParityFailure
+from parity.property_scenario import properties_scenario
+from parity.property_table import PROPERTIES, Property
+from parity.report.scenarios import Options
 from parity.suite.collect import ParityNote
 from parity.targets import Target
 

@@ -11,7 +11,7 @@ import pytest
 from parity import targets
 from parity.targets import Target, UnknownTargetError, all_targets, get_target
 
-EXTRA = Target(name="my-dataset", description="an adapter", expect="pass", dataset="parity.impl_dataset:impl_dataset")
+EXTRA = Target(name="my-dataset", description="an adapter", expect="pass", dataset="parity.dataset.impl:impl_dataset")
 
 
 def test_every_builtin_interface_loads():

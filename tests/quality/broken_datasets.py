@@ -14,7 +14,7 @@ from collections.abc import Callable
 from itertools import product
 
 from impl.gpt_dataset import SPLITS, GPTDataset
-from parity.impl_dataset import impl_config
+from parity.dataset.impl import impl_config
 
 Corner = Callable[[GPTDataset], bool]
 

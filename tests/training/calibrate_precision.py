@@ -4,7 +4,7 @@ golden on the CPU.
 
     python -m tests.training.calibrate_precision [--dtype bfloat16|float16] [--runs N] [--seed S]
 
-bfloat16: first the loss targets through accumulation windows (``parity.window_run``; windows of 3
+bfloat16: first the loss targets through accumulation windows (``parity.training.window_run``; windows of 3
 microbatches of 2 rows): impl as it runs, impl with each window's rows re-cut into microbatches of
 one row (a legitimate reordering), and the local-mean bug. Then whole Trainer runs, each case both
 ways production trains in bfloat16: the weights in bfloat16, and ``TrainingArguments(bf16=True)``
@@ -26,11 +26,11 @@ from dataclasses import replace
 import torch
 
 from parity.cases import PUBLISHED_EPS, WindowCase
-from parity.ddp_cases import drawn_cases
 from parity.targets import get_target
-from parity.trainer_oracle import trainer_verdict
-from parity.trainer_run import eps_declined, run_trainer
-from parity.window_cases import parity_run
+from parity.training.ddp_cases import drawn_cases
+from parity.training.run import eps_declined, run_trainer
+from parity.training.verdict import trainer_verdict
+from parity.training.window_cases import parity_run
 from tests.training.cpu_loss_scaling import cpu_loss_scaling
 from tests.training.variants import ChunkedCETrainer, Float32LossTrainer, ReorderedSumTrainer
 

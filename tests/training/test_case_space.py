@@ -6,8 +6,8 @@ from __future__ import annotations
 from hypothesis import find
 
 from parity.cases import PUBLISHED_EPS, TrainerCase
-from parity.ddp_cases import drawn_cases
 from parity.strategies import trainer_cases
+from parity.training.ddp_cases import drawn_cases
 from tests.training.interleavings import INTERLEAVINGS
 from tests.training.test_reported import EpsOfItsOwn
 

@@ -10,7 +10,7 @@ import pytest
 
 from oracle.nemotron_diffusion import build_tiny_model
 from parity.cases import TrainerCase
-from parity.trainer_run import declares_eps, pad_collate, training_arguments, training_examples
+from parity.training.run import declares_eps, pad_collate, training_arguments, training_examples
 
 
 def _train(trainer_class, model, case, tmp_path):

@@ -14,8 +14,8 @@ import random
 
 import pytest
 
-from parity.ddp_cases import DDP_CASES
-from parity.distributed import RankFailed, launch
+from parity.training.ddp_cases import DDP_CASES
+from parity.training.distributed import RankFailed, launch
 
 pytestmark = [pytest.mark.distributed, pytest.mark.xdist_group("distributed")]
 
@@ -41,7 +41,7 @@ def verdicts(target, tmp_path_factory):
     result = tmp_path_factory.mktemp("ddp") / "verdicts.json"
     arguments = ["--target", target.name, "--json", str(result), "--draw", str(DRAWN), "--draw-seed", str(DRAW_SEED)]
     arguments += [a for path in INTERLEAVED for a in ("--also", f"{INTERLEAVED_CASE}={path}")]
-    launch("parity.ddp_cases", arguments, WORLD_SIZE, timeout_s=600)
+    launch("parity.training.ddp_cases", arguments, WORLD_SIZE, timeout_s=600)
     return json.loads(result.read_text())["cases"]
 
 
@@ -76,14 +76,14 @@ def test_the_cases_realize_what_they_are_named_for(verdicts):
 
 def test_a_rank_that_dies_fails_the_run_with_its_error():
     with pytest.raises(RankFailed, match=r"(?s)rank 1 exited with status 1.*rank 1 failed on purpose"):
-        launch("parity.ddp_selfcheck", ["--fail-rank", "1"], WORLD_SIZE, timeout_s=120)
+        launch("parity.training.ddp_selfcheck", ["--fail-rank", "1"], WORLD_SIZE, timeout_s=120)
 
 
 def test_a_rank_that_hangs_fails_the_run_at_the_timeout():
     with pytest.raises(RankFailed, match="did not finish within 8 s"):
-        launch("parity.ddp_selfcheck", ["--hang-rank", "1"], WORLD_SIZE, timeout_s=8)
+        launch("parity.training.ddp_selfcheck", ["--hang-rank", "1"], WORLD_SIZE, timeout_s=8)
 
 
 def test_a_healthy_group_all_reduces():
-    outputs = launch("parity.ddp_selfcheck", [], WORLD_SIZE, timeout_s=120)
+    outputs = launch("parity.training.ddp_selfcheck", [], WORLD_SIZE, timeout_s=120)
     assert [line.strip() for line in outputs] == [f"rank {r} of {WORLD_SIZE}: all_reduce ok" for r in range(WORLD_SIZE)]

@@ -19,8 +19,8 @@ from parity.cases import TrainerCase
 from parity.compare import ParityFailure, assert_verdict
 from parity.strategies.training import UPSTREAM_RUN_FP16
 from parity.targets import get_target
-from parity.trainer_oracle import skipped_steps, trainer_verdict, unscaled_overflows
-from parity.trainer_run import TrainerRecord, UnscaledFloat16, run_trainer
+from parity.training.run import TrainerRecord, UnscaledFloat16, run_trainer
+from parity.training.verdict import skipped_steps, trainer_verdict, unscaled_overflows
 from tests.training.cpu_loss_scaling import cpu_loss_scaling
 
 
@@ -92,10 +92,10 @@ def test_float16_is_autocast_only():
 
 
 def test_the_report_in_float16_runs_the_trainer_and_says_why_the_window_scenario_does_not_run():
-    from parity.report import FLOAT16_ONLY_THROUGH_TRAINER, run_report
-    from parity.report_markdown import format_markdown
-    from parity.report_model import Options
-    from parity.report_text import format_report
+    from parity.report.markdown import format_markdown
+    from parity.report.model import Options
+    from parity.report.scenarios import FLOAT16_ONLY_THROUGH_TRAINER, run_report
+    from parity.report.text import format_report
 
     targets = [get_target("known-bug:local-mean"), get_target("impl")]
     options = Options(device="cpu", dtype="float16", seed=0, ddp=False, examples=1)

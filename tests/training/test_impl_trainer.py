@@ -8,7 +8,7 @@ from impl.trainer import WindowedDiffusionTrainer
 from impl.transformers_support import check_transformers_version, supported_transformers
 from oracle.nemotron_diffusion import build_tiny_model
 from parity.cases import TrainerCase
-from parity.trainer_run import training_arguments
+from parity.training.run import training_arguments
 
 
 def test_mask_token_outside_the_vocabulary_is_refused_with_impls_message(tmp_path):

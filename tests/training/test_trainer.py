@@ -15,8 +15,8 @@ from parity.cases import TrainerCase
 from parity.compare import assert_verdict
 from parity.devices import DTYPES
 from parity.strategies import training as strategies
-from parity.trainer_oracle import trainer_verdict
-from parity.trainer_run import run_trainer
+from parity.training.run import run_trainer
+from parity.training.verdict import trainer_verdict
 
 
 def train_and_judge(trainer_class, case: TrainerCase, tmp_path_factory):

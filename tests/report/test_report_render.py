@@ -16,14 +16,15 @@ from html.parser import HTMLParser
 
 import pytest
 
-from parity.report import distributed_column, properties_scenario, run_report
-from parity.report_model import Options, ScenarioResult, entries, table, verdict_line
-from parity.report_text import WIDTH, format_report
+from parity.property_scenario import properties_scenario
+from parity.report.model import Options, ScenarioResult, entries, table, verdict_line
+from parity.report.scenarios import distributed_column, run_report
+from parity.report.text import WIDTH, format_report
 from parity.targets import default_targets, get_target
 
 pytestmark = pytest.mark.xdist_group("report-render")
 
-#: Two ``parity.ddp_cases`` verdicts as that module writes them (the fields the report reads).
+#: Two ``parity.training.ddp_cases`` verdicts as that module writes them (the fields the report reads).
 RECORDED_DDP = {
     "unequal-counts": {"holds": True, "kinds": [], "notes": [], "worst": "step 0 loss: error/budget 0.31",
                        "worst_ratio": 0.31},
@@ -118,7 +119,7 @@ def markdown_tables(markdown: str) -> list[list[list[str]]]:
 def test_the_markdown_holds_one_table_per_scenario_and_each_failure_in_a_details_block(results):
     import html
 
-    from parity.report_markdown import format_markdown
+    from parity.report.markdown import format_markdown
 
     markdown = format_markdown(results, Options())
     assert markdown.startswith(f"## ✅ {verdict_line(results)}\n")
@@ -178,7 +179,7 @@ def test_the_html_page_is_self_contained_with_its_tables_failures_and_plots(resu
     pytest.importorskip("matplotlib")
     from PIL import Image
 
-    from parity.report_html import format_html
+    from parity.report.html import format_html
 
     page = Page()
     page.feed(format_html(results, Options()))
@@ -196,7 +197,7 @@ def test_the_html_page_is_self_contained_with_its_tables_failures_and_plots(resu
 
 
 def test_the_budget_plot_marks_where_a_run_leaves_the_oracle(results):
-    from parity.report_html import first_out_of_budget, group_ratios
+    from parity.report.html import first_out_of_budget, group_ratios
 
     training = {c.name: c for c in next(r for r in results if r.name == "training-run").columns}
     bug, impl = training["known-bug:local-mean"], training["impl"]
@@ -221,7 +222,7 @@ def test_the_dataset_plot_data_is_where_samples_differ(results):
 def test_the_window_scenario_holds_for_impl_and_catches_the_bug_in_the_json(results):
     import json
 
-    from parity.report_model import as_json
+    from parity.report.model import as_json
 
     report = json.loads(as_json(results, Options()))
     scenario = next(s for s in report["scenarios"] if s["name"] == "diffusion-window")
@@ -250,14 +251,14 @@ def test_a_target_that_crashes_in_a_property_does_not_hold_unless_the_crash_is_k
     assert column.verdict == "outside budget (UNEXPECTED)"
     assert column.figures["dataset/matches-oracle"].startswith("crashed: the target raised TypeError")
     assert "not a dataset" in column.failures["dataset/matches-oracle"]
-    known = replace(crashing, known_crashes=("TypeError at tests/harness/test_report_render.py",))
+    known = replace(crashing, known_crashes=("TypeError at tests/report/test_report_render.py",))
     (column,) = properties_scenario([known], Options(examples=1), lambda message: None).columns
     assert column.verdict == "within budget (ok)" and not column.failures
     assert column.figures["dataset/matches-oracle"].startswith("crashed (known): the target raised TypeError")
 
 
 def test_a_table_keeps_to_its_width_whatever_its_cells():
-    from parity.text_table import text_table
+    from parity.report.text_table import text_table
 
     header = ["", *(f"target-{'x' * 50}-{k}" for k in range(7))]  # names with no place to break
     rows = [["a row name longer than any cell may be, by far", *[f"{k} " + "word " * 30 for k in range(7)]]]

@@ -16,11 +16,9 @@ from typing import Any
 
 import torch
 
-from parity.crash import is_known
-from parity.report_dataset import dataset_scenario
-from parity.report_model import VERDICT_ROW, Column, Options, ScenarioResult, verdict_column
+from parity.report.dataset import dataset_scenario
+from parity.report.model import VERDICT_ROW, Column, Options, ScenarioResult, verdict_column
 from parity.targets import Target
-
 
 # --- diffusion window ----------------------------------------------------------------------------
 
@@ -49,7 +47,7 @@ def window_scenario(targets: list[Target], options: Options, progress: Callable[
     ``diffusion/window-parity`` judges it."""
     from parity.cases import SEED_SCENARIO
     from parity.compare import judge
-    from parity.window_cases import parity_run
+    from parity.training.window_cases import parity_run
 
     case = replace(SEED_SCENARIO, dtype=getattr(torch, options.dtype), model_seed=options.seed)
     result = ScenarioResult(
@@ -76,8 +74,8 @@ def training_scenario(targets: list[Target], options: Options, progress: Callabl
     the verdict's comparisons (each carries the golden value), never recomputed.
     """
     from parity.cases import LOSS_SCALED_EPS, PUBLISHED_EPS, TrainerCase, at_dtype
-    from parity.trainer_oracle import trainer_verdict
-    from parity.trainer_run import run_trainer
+    from parity.training.run import run_trainer
+    from parity.training.verdict import trainer_verdict
 
     eps = LOSS_SCALED_EPS if options.dtype == "float16" else PUBLISHED_EPS
     case = at_dtype(TrainerCase(device=options.device, model_seed=options.seed, eps=eps), options.dtype)
@@ -130,7 +128,7 @@ def _training_figures(comparisons: list, eval_loss: float | None) -> dict[str, A
 
 def distributed_scenario(targets: list[Target], options: Options, progress: Callable[[str], None]) -> ScenarioResult:
     """The two-rank cases, each rank a real process (Gloo on CPU, NCCL on two GPUs)."""
-    from parity.distributed import launch
+    from parity.training.distributed import launch
 
     result = ScenarioResult(
         "distributed",
@@ -143,7 +141,7 @@ def distributed_scenario(targets: list[Target], options: Options, progress: Call
         with tempfile.TemporaryDirectory(prefix="parity-report-ddp-") as workdir:
             path = f"{workdir}/verdicts.json"
             arguments = ["--target", target.name, "--device", options.device, "--dtype", options.dtype, "--json", path]
-            launch("parity.ddp_cases", arguments, 2, timeout_s=600)
+            launch("parity.training.ddp_cases", arguments, 2, timeout_s=600)
             with open(path) as handle:
                 cases = json.load(handle)["cases"]
         result.columns.append(distributed_column(target, cases))
@@ -151,7 +149,7 @@ def distributed_scenario(targets: list[Target], options: Options, progress: Call
 
 
 def distributed_column(target: Target, cases: dict[str, dict]) -> Column:
-    """A column from ``parity.ddp_cases``'s verdicts: a cell per case, a failure per failing case
+    """A column from ``parity.training.ddp_cases``'s verdicts: a cell per case, a failure per failing case
     (its kinds, then the verdict's own description)."""
     figures = {
         name: f"holds ({v['worst_ratio']:.3g})" if v["holds"] else f"FAILS: {', '.join(v['kinds'])} ({v['worst_ratio']:.3g})"
@@ -162,72 +160,7 @@ def distributed_column(target: Target, cases: dict[str, dict]) -> Column:
     return Column(target.name, target.expect, not failures, figures, failures=failures, notes=notes)
 
 
-# --- every property of the table, on a small random budget ----------------------------------------
-
-
-def properties_scenario(targets: list[Target], options: Options, progress: Callable[[str], None]) -> ScenarioResult:
-    """The whole property suite in miniature, so a break the suite can find fails the report too.
-
-    A target expected to pass runs every property it has the interface for: the explicit examples,
-    then ``options.examples`` drawn ones. A known bug runs the properties that must catch it, until
-    one does. A cell says how many examples held, or the first line of the failure and its kind.
-    """
-    from parity.property_table import catching, properties_for
-
-    result = ScenarioResult(
-        "properties",
-        f"every property of the table: explicit examples + {options.examples} drawn (derandomized, no shrinking)",
-        "each property's own (bitwise for datasets; docs/budget.md for training maths)",
-    )
-    for target in targets:
-        table = properties_for(target)
-        if target.is_known_bug:
-            table = [prop for prop in catching(target.name) if prop.applies_to(target)] or table
-        if not table:
-            continue
-        column = Column(target.name, target.expect, True, {})
-        for prop in table:
-            if not column.holds and target.is_known_bug:
-                column.figures[prop.name] = "-"
-                continue
-            progress(f"properties: {target.name} / {prop.name}")
-            _property_cell(column, prop, target, options)
-        result.columns.append(column)
-    return result
-
-
-def _property_cell(column: Column, prop, target: Target, options: Options) -> None:
-    """The property's row of the column: a short cell; the failure or notes in full beside it."""
-    try:
-        found = prop.hunt(
-            target.load(prop.interface),
-            max_examples=options.examples,
-            shrink=False,
-            device=options.device if options.device in prop.devices else "cpu",
-            target=target,
-        )
-    except Exception as error:  # the harness (or a target's loading) raised: not a counterexample
-        column.figures[prop.name] = f"crashed: {type(error).__name__}: {_first_line(error)}"
-        column.failures[prop.name] = f"{type(error).__name__}: {error}"
-        column.holds = False
-        return
-    if found.found:
-        column.figures[prop.name] = f"FAILS at example {found.examples_to_failure}: {_first_line(found.message)}"
-        column.failures[prop.name] = f"{found.message}\nFalsifying example: {found.counterexample}"
-        column.holds = False
-    elif found.crash:  # the target raised (docs/dataset.md, Crashes): a failure unless it is a known one
-        known = is_known(found.crash_signature, target.known_crashes)
-        column.figures[prop.name] = f"crashed{' (known)' if known else ''}: {_first_line(found.crash)}"
-        if not known:
-            column.failures[prop.name] = f"{found.crash}\nFalsifying example: {found.crash_counterexample}"
-            column.holds = False
-    else:
-        column.figures[prop.name] = f"holds; note: {_first_line(found.notes[0])}" if found.notes else "holds"
-        if found.notes:
-            column.notes[prop.name] = list(found.notes)
-
-
-def _first_line(message, width: int = 40) -> str:
+def first_line(message, width: int = 40) -> str:
     """The message's first line (with the next one when it only announces it), cut to ``width``."""
     lines = [line.strip() for line in str(message).strip().splitlines() if line.strip()] or [""]
     text = " ".join(lines[:2]) if lines[0].endswith(":") and len(lines) > 1 else lines[0]
@@ -255,17 +188,23 @@ SCENARIOS = {
         Scenario("diffusion-window", "loss", window_scenario, through_trainer=False),
         Scenario("training-run", "trainer", training_scenario),
         Scenario("distributed", "trainer", distributed_scenario, needs_ddp=True),
-        Scenario("properties", "any", properties_scenario),
     )
 }
 
 
 def run_report(
-    targets: list[Target], options: Options, only: list[str] | None, progress: Callable[[str], None]
+    targets: list[Target],
+    options: Options,
+    only: list[str] | None,
+    progress: Callable[[str], None],
+    scenarios: dict[str, Scenario] = SCENARIOS,
 ) -> list[ScenarioResult]:
-    """Every scenario some target provides the interface for; ``distributed`` only with ``--ddp``."""
+    """Every scenario some target provides the interface for; ``distributed`` only with ``--ddp``.
+
+    ``scenarios``: this wing's own by default; the CLI adds the property table's
+    (parity/property_scenario.py), which this wing may not import (docs/design.md, Layout)."""
     results = []
-    for scenario in SCENARIOS.values():
+    for scenario in scenarios.values():
         if only and scenario.name not in only:
             continue
         if scenario.needs_ddp and not options.ddp and not only:
@@ -277,7 +216,7 @@ def run_report(
         try:
             result = scenario.run(columns, options, progress) if columns else None
         except Exception as error:  # failed to build or run: a failed cell, the error in full beneath
-            message = f"{type(error).__name__}: {_first_line(error, 64)}"
+            message = f"{type(error).__name__}: {first_line(error, 64)}"
             result = ScenarioResult(scenario.name, "failed to build or run", "-")
             result.columns.append(
                 Column("error", "pass", None, {"error": message}, error=message,

@@ -8,11 +8,12 @@ from __future__ import annotations
 
 import pytest
 
-from parity.report import Options, properties_scenario
+from parity.property_scenario import properties_scenario
+from parity.report.scenarios import Options
 from parity.targets import Target
 
 BROKEN = {
-    "dataset": "parity.impl_dataset:cache_alias_dataset",
+    "dataset": "parity.dataset.impl:cache_alias_dataset",
     "loss": "impl.known_bugs.local_mean:LOCAL_MEAN_LOSS",
     "trainer": "impl.known_bugs.logits_local_mean_trainer:LogitsLocalMeanTrainer",
 }

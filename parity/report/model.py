@@ -1,7 +1,7 @@
 """What the report holds, whatever it is rendered as: per scenario a column per target, its verdict,
 and every failure in full.
 
-The text, Markdown and HTML renderings (parity/report_text.py, report_markdown.py, report_html.py)
+The text, Markdown and HTML renderings (parity/report/text.py, markdown.py, html.py)
 read only this: a table whose cells stay short, each failing cell marked ``[n]``, and under it the
 numbered failures and notes with the whole message, the same text pytest prints for the check.
 """
@@ -47,7 +47,7 @@ class Column:
     failures: dict[str, str] = field(default_factory=dict)
     #: Row -> what a passing check noted (hazards, precision findings), each in full.
     notes: dict[str, list[str]] = field(default_factory=dict)
-    #: The verdict's tensor comparisons (``parity.compare.Comparison``), for the HTML page's plots.
+    #: The verdict's tensor comparisons (``parity.budget.Comparison``), for the HTML page's plots.
     comparisons: list = field(default_factory=list, repr=False)
     #: Dataset columns: key -> (samples x positions) booleans, where a served sample differed from the oracle's.
     differences: dict[str, Any] = field(default_factory=dict, repr=False)

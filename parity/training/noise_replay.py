@@ -25,7 +25,7 @@ import torch
 from oracle.nemotron_diffusion import eos_padding_rule
 from oracle.window_reference import Draw
 from parity.compare import Finding
-from parity.trainer_observe import ObservedForward, RunObserver
+from parity.training.observe import ObservedForward, RunObserver
 
 
 def replay_draws(state: torch.Tensor, maskable: torch.Tensor, eps: float) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:

@@ -3,8 +3,8 @@ under each table its failures and notes in full (wrapped, never cut)."""
 
 from __future__ import annotations
 
-from parity.report_model import ScenarioResult, entries, table, verdict_line
-from parity.text_table import indented, text_table
+from parity.report.model import ScenarioResult, entries, table, verdict_line
+from parity.report.text_table import indented, text_table
 
 #: No line of the report is longer, whatever the number of targets.
 WIDTH = 120

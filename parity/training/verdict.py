@@ -16,13 +16,14 @@ from dataclasses import dataclass, field
 import torch
 
 from oracle.window_reference import StepResult, sgd_step, single_batch_loss
+from parity.budget import Comparison, compare_tensor, informativeness, judges_informativeness
 from parity.cases import TrainerCase
-from parity.compare import Comparison, Finding, Verdict, compare_tensor, informativeness, judge, judges_informativeness
+from parity.compare import Finding, Verdict, judge
 from parity.devices import LOWER_DTYPE, torch_dtype
-from parity.step_compare import compare_steps
-from parity.trainer_run import TrainerRecord
-from parity.window_cases import tiny_model
-from parity.window_run import local_mean_steps
+from parity.training.run import TrainerRecord
+from parity.training.step_compare import compare_steps
+from parity.training.window_cases import tiny_model
+from parity.training.window_run import local_mean_steps
 
 
 @dataclass
@@ -177,7 +178,7 @@ def trainer_comparisons(
 def uninformative(case: TrainerCase, records: Sequence[TrainerRecord], oracle: References) -> str | None:
     """Why a passing verdict says nothing about the gradients, or None: in a float16 run the loss
     scaler skipped every step; in a bfloat16 or float16 run the case cannot tell the local-mean bug
-    from rounding (``parity.compare.informativeness``; the prediction is the float64 oracle's, on the
+    from rounding (``parity.budget.informativeness``; the prediction is the float64 oracle's, on the
     replayed draws)."""
     skipped = skipped_steps(records)
     if skipped and all(skipped):

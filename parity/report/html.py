@@ -13,7 +13,7 @@ import base64
 import html
 import io
 
-from parity.report_model import Column, Options, ScenarioResult, entries, table, verdict_line
+from parity.report.model import Column, Options, ScenarioResult, entries, table, verdict_line
 
 #: Tensor groups of docs/budget.md, in the order they are drawn.
 GROUPS = ("loss", "grad", "param")

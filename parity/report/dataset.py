@@ -1,13 +1,13 @@
 """The report's ``dataset-cache`` scenario: upstream's case of the cached GPT dataset (a valid split
 keeps its padded last sample; a resumed run serves it first), each target's served samples against
-the oracle's and against a fresh run's, compared once with parity.dataset_compare.
+the oracle's and against a fresh run's, compared once with parity.dataset.compare.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
 
-from parity.report_model import VERDICT_ROW, Column, Options, ScenarioResult, oracle_column, verdict_column
+from parity.report.model import VERDICT_ROW, Column, Options, ScenarioResult, oracle_column, verdict_column
 from parity.targets import Target
 
 
@@ -34,13 +34,8 @@ def dataset_scenario(targets: list[Target], options: Options, progress: Callable
     disagreements (the required verdict), the aliasing hazards (failing only a target that promises
     copies), the installed version of an optional target, or the crash when the target raised."""
     from oracle.gpt_dataset import OracleGPTDataset
-    from parity.dataset_compare import (
-        TargetCrashed,
-        aliasing_hazards,
-        call_target,
-        is_known_crash,
-        last_sample_position,
-    )
+    from parity.crash import TargetCrashed, call_target, is_known_crash
+    from parity.dataset.compare import aliasing_hazards, last_sample_position
     from parity.dataset_config import GPTDatasetConfig
 
     documents = dataset_documents(options.seed)
@@ -88,7 +83,7 @@ def _dataset_column(target: Target, version: dict, seen_fresh: list, seen_resume
     import numpy as np
 
     from parity.compare import Finding, judge
-    from parity.dataset_compare import differing_positions, sample_difference
+    from parity.dataset.compare import differing_positions, sample_difference
 
     against_oracle = {k: sample_difference(sample, expected[k]) for k, sample in enumerate(seen_resumed[: len(expected)])}
     differing = [k for k, difference in against_oracle.items() if difference is not None]

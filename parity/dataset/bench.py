@@ -16,10 +16,10 @@ from dataclasses import replace
 import numpy as np
 import torch
 
-from parity.strategies.mock_data import mock_documents
 from oracle.gpt_dataset import OracleGPTDataset
+from parity.dataset.impl import impl_dataset
 from parity.dataset_config import GPTDatasetConfig
-from parity.impl_dataset import impl_dataset
+from parity.strategies.mock_data import mock_documents
 
 INDEX_TOKENS = 10**6
 INDEX_DOCUMENTS = 10**5
@@ -31,7 +31,7 @@ MEGATRON_SEQUENCE_LENGTHS = (512, 4096)
 
 def bench_dataset(megatron: bool | None = None) -> dict:
     """``megatron``: time megatron-core beside impl (default: when it is installed)."""
-    from parity.megatron_target import megatron_version
+    from parity.dataset.megatron import megatron_version
 
     result = {"index_build": _bench_index_build(), "serve": _bench_serve()}
     if megatron is None:
@@ -59,7 +59,7 @@ def _bench_index_build() -> dict:
 
 def bench_against_megatron() -> dict:
     """impl beside megatron-core's own GPTDataset (unpatched: the fix does not change its speed)."""
-    from parity.megatron_target import megatron_dataset, megatron_version
+    from parity.dataset.megatron import megatron_dataset, megatron_version
 
     documents = _index_documents()
     megatron_dataset(documents[:10], INDEX_CONFIG)  # import megatron before any clock starts

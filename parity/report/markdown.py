@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import html
 
-from parity.report_model import Options, ScenarioResult, entries, table, verdict_line
+from parity.report.model import Options, ScenarioResult, entries, table, verdict_line
 
 
 def _cell(text: str) -> str:

@@ -3,9 +3,9 @@
 The seam needs nothing but a ``Trainer`` subclass (docs/trainer.md). The harness hands it its own
 tiny model, rows and collator, seeds torch's global generator through ``args.seed``, runs
 ``train()``, ``evaluate()`` and ``prediction_step``, and watches from outside
-(``parity.trainer_observe``). The masks are read off the ids the encoder received and ``p`` is
-replayed from the generator timeline (``parity.noise_replay``); the oracle then runs on the replayed
-draws and judges the run (``parity.trainer_oracle``); ``parity.properties.training`` is the property.
+(``parity.training.observe``). The masks are read off the ids the encoder received and ``p`` is
+replayed from the generator timeline (``parity.training.noise_replay``); the oracle then runs on the replayed
+draws and judges the run (``parity.training.verdict``); ``parity.properties.training`` is the property.
 
 Two class attributes of the trainer are read, never required: ``eps`` (the rule is
 :func:`eps_declined`) and ``model_contract`` (held to the contract observed, :func:`observed_contract`).
@@ -25,10 +25,10 @@ from parity.cases import PUBLISHED_EPS, TrainerCase
 from parity.compare import Finding
 from parity.crash import describe_raised
 from parity.devices import backend, check_dtype_runs_on
-from parity.noise_replay import replay_noise
 from parity.targets import ConfigDeclined
-from parity.trainer_observe import RunObserver
-from parity.window_cases import tiny_model
+from parity.training.noise_replay import replay_noise
+from parity.training.observe import RunObserver
+from parity.training.window_cases import tiny_model
 
 PAD_ID = 0
 MODEL_CONTRACTS = ("loss-pair", "logits")

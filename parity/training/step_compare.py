@@ -12,7 +12,7 @@ from collections.abc import Sequence
 import torch
 
 from oracle.window_reference import StepResult
-from parity.compare import Comparison, compare_states, compare_tensor
+from parity.budget import Comparison, compare_states, compare_tensor
 
 
 def compare_steps(
@@ -27,7 +27,7 @@ def compare_steps(
     skipped: Sequence[bool] = (),
 ) -> list[Comparison]:
     """``out`` step by step against ``golden``, each floor a rounding of ``precision`` when given (see
-    ``parity.compare.compare_tensor``; ``lower_precision`` likewise for ``lower``); ``rank`` names the
+    ``parity.budget.compare_tensor``; ``lower_precision`` likewise for ``lower``); ``rank`` names the
     rank in a run over several.
 
     A step the loss scaler ``skipped`` (``fp16=True``: its scaled gradients overflowed, so they are

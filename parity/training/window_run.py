@@ -4,7 +4,7 @@ One microbatch at a time: the target's loss, divided by the window's microbatch 
 the target says it is not scaled for accumulation (``Trainer.training_step``'s contract), then
 ``backward``; plain SGD once per window. The oracle side replays the realized draws through
 ``oracle.window_reference`` in float64 on the CPU (``golden``) and, twice, in the working dtype
-(``refs``: in order and with each window's microbatches reversed; see ``parity.compare``).
+(``refs``: in order and with each window's microbatches reversed; see ``parity.budget``).
 """
 
 from __future__ import annotations
@@ -16,8 +16,8 @@ import torch
 from torch import nn
 
 from oracle.window_reference import Draw, StepResult, apply_sgd, sgd_step
-from parity.compare import Comparison, informativeness, judges_informativeness
-from parity.step_compare import compare_steps
+from parity.budget import Comparison, informativeness, judges_informativeness
+from parity.training.step_compare import compare_steps
 
 Batch = Mapping[str, torch.Tensor]
 
@@ -131,7 +131,7 @@ def local_mean_steps(
     ranks (``windows[k][rank]``), every microbatch divided by its own count and the quotients
     averaged, each step from the golden parameters before it (and no update where the loss scaler
     ``skipped`` the step). Its distance from the golden is the bug's predicted effect, which
-    ``parity.compare.informativeness`` holds to the run's budgets."""
+    ``parity.budget.informativeness`` holds to the run's budgets."""
     steps = []
     for k, ranks in enumerate(windows):
         if k > 0:

@@ -6,44 +6,12 @@ A failure names the sample, the key and the first differing position with both v
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 import torch
-
-from parity.crash import describe_raised, is_known, raised_where, signature
-from parity.targets import ConfigDeclined
-
-
-class TargetCrashed(Exception):
-    """The target itself raised: not a counterexample to a property, a crash (docs/dataset.md, Crashes).
-
-    ``signature`` is ``"ExceptionType at path:line"`` (the innermost frame, i.e. where it was raised),
-    which a target's ``known_crashes`` entries are matched against."""
-
-    def __init__(self, error: BaseException, what: str) -> None:
-        self.error = error
-        self.where = raised_where(error)
-        self.signature = signature(error)
-        super().__init__(f"the target raised {describe_raised(error)} while {what}")
-
-
-def call_target(what: str, function: Callable[..., Any], *args: Any) -> Any:
-    """``function(*args)``, where ``function`` is target code. ``ConfigDeclined`` passes through (the
-    property skips the example); any other exception, ``AssertionError`` included, becomes
-    :class:`TargetCrashed` naming the exception and where it was raised."""
-    try:
-        return function(*args)
-    except ConfigDeclined:
-        raise
-    except Exception as error:
-        raise TargetCrashed(error, what) from error
-
-
-def is_known_crash(crash: TargetCrashed, known: tuple[str, ...]) -> bool:
-    return is_known(crash.signature, known)
 
 
 @dataclass(frozen=True)
