@@ -15,6 +15,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
+from parity.bounds import bounded
 from parity.targets import ConfigDeclined
 
 _HARNESS_ROOT = Path(__file__).resolve().parent.parent
@@ -70,15 +71,23 @@ class TargetCrashed(Exception):
 
 
 def call_target(what: str, function: Callable[..., Any], *args: Any) -> Any:
-    """``function(*args)``, where ``function`` is target code. ``ConfigDeclined`` passes through (the
-    property skips the example); any other exception, ``AssertionError`` included, becomes
-    :class:`TargetCrashed` naming the exception and where it was raised."""
+    """``function(*args)``, where ``function`` is target code, under the harness's call bound
+    (``parity.bounds.bounded``: a hang ends in ``CallTimedOut`` naming the call). ``ConfigDeclined``
+    passes through (the property skips the example); any other exception, ``AssertionError``
+    included, becomes :class:`TargetCrashed` naming the exception and where it was raised."""
     try:
-        return function(*args)
+        with bounded(f"{call_name(function, args)} while {what}"):
+            return function(*args)
     except ConfigDeclined:
         raise
     except Exception as error:
         raise TargetCrashed(error, what) from error
+
+
+def call_name(function: Callable[..., Any], args: tuple[Any, ...]) -> str:
+    """```__getitem__(7)```: the function's name and its arguments, plain values shown, others by type."""
+    shown = [repr(a) if isinstance(a, (int, float, str, bool)) and len(repr(a)) <= 40 else type(a).__name__ for a in args]
+    return f"`{getattr(function, '__name__', type(function).__name__)}({', '.join(shown)})`"
 
 
 def is_known_crash(crash: TargetCrashed, known: tuple[str, ...]) -> bool:

@@ -96,6 +96,10 @@ def pytest_configure(config: pytest.Config) -> None:
     # Before Hypothesis's own plugin, which loads ``--hypothesis-profile`` when one is given.
     if config.getoption("hypothesis_profile", default=None) is None:
         settings.load_profile(default_profile())
+    from parity.runner_safety import RunnerSafety, set_test_bound
+
+    set_test_bound(config)  # before pytest-timeout reads its settings (docs/faults.md, Bounds)
+    config.pluginmanager.register(RunnerSafety(), "parity-runner-safety")
 
     from parity.targets import UnknownTargetError, get_target
 

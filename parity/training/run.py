@@ -21,6 +21,7 @@ from transformers import PrinterCallback, TrainingArguments
 
 from oracle.nemotron_diffusion import IGNORE_INDEX, TINY_CONFIG
 from oracle.window_reference import Draw, StepResult
+from parity.bounds import bounded
 from parity.cases import PUBLISHED_EPS, TrainerCase
 from parity.compare import Finding
 from parity.crash import describe_raised
@@ -194,7 +195,8 @@ class TrainerRecord:
 
 
 def _run(trainer, case: TrainerCase, observer: RunObserver) -> tuple[float | None, list[torch.Tensor]]:
-    trainer.train()
+    with bounded(f"`{type(trainer).__name__}.train()`"):  # docs/faults.md, Bounds
+        trainer.train()
     if not case.evaluate:
         return None, []
     observer.phase = "evaluate"

@@ -1,0 +1,82 @@
+"""The bound every target call runs under, whether or not the user set one (docs/faults.md, Bounds).
+
+A hanging target must end in a verdict that names the hung call, not in a killed process: pytest-timeout's
+thread method ends the whole (xdist worker) process and its stack dump does not reach xdist's controller,
+and a DDP launch that outlives its test leaves its ranks behind. So the harness bounds its own calls
+*below* the per-test bound: a parity session puts that bound in ``$PARITY_TEST_BOUND_S`` (inherited by
+ranks and subprocesses; 0: none), and a call bounded here gets it less a margin for the report and the
+cleanup. Outside a session (``python -m parity``) the default per-test bound stands in for it.
+
+In the main thread a bound is a ``SIGALRM`` timer whose handler raises :class:`CallTimedOut` inside the
+hung call, with that call's stack. It is a ``BaseException``, as ``KeyboardInterrupt`` is: a target's
+``except Exception`` cannot swallow it and Hypothesis does not take it for one more failing example to
+shrink, so the test ends at once (what the thread method gives, without the process's end).
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import threading
+import time
+import traceback
+from collections.abc import Iterator
+from contextlib import contextmanager
+
+TEST_BOUND_ENV = "PARITY_TEST_BOUND_S"
+#: The per-test bound a parity session gets when the user set none (pytest-timeout's ``--timeout``).
+DEFAULT_TEST_BOUND_S = 300.0
+
+
+def test_bound() -> float | None:
+    """The per-test bound in force: ``$PARITY_TEST_BOUND_S``, else the default; None when it is 0."""
+    seconds = float(os.environ.get(TEST_BOUND_ENV) or DEFAULT_TEST_BOUND_S)
+    return seconds or None
+
+
+def call_bound(test_bound_s: float | None = None) -> float | None:
+    """Seconds a target call may take under a per-test bound (default :func:`test_bound`): that bound
+    less a tenth of it, at least 5 s and at most 30 s. None when there is no bound."""
+    test_bound_s = test_bound() if test_bound_s is None else test_bound_s or None
+    if test_bound_s is None:
+        return None
+    return max(1.0, test_bound_s - min(30.0, max(5.0, test_bound_s / 10)))
+
+
+class CallTimedOut(BaseException):
+    """A target call outlived its bound; the message names the call and holds its stack."""
+
+    def __init__(self, what: str, seconds: float, stack: str = "") -> None:
+        self.what, self.seconds, self.stack = what, seconds, stack
+        super().__init__(f"timed out after {seconds:.0f} s in {what}" + (f"; the hung call's stack:\n{stack}" if stack else ""))
+
+
+_ARMED = threading.local()
+
+
+@contextmanager
+def bounded(what: str, seconds: float | None = None) -> Iterator[None]:
+    """Run the body under a bound (default :func:`call_bound`); an outer bound already armed holds.
+
+    Off the main thread, or where another ``SIGALRM`` timer is set (pytest-timeout's signal method),
+    the body runs unbounded here and the per-test bound is what holds.
+    """
+    seconds = call_bound() if seconds is None else seconds
+    main = threading.current_thread() is threading.main_thread()
+    if seconds is None or getattr(_ARMED, "what", None) or not main or signal.getitimer(signal.ITIMER_REAL)[0]:
+        yield
+        return
+    started = time.monotonic()
+
+    def expire(signum, frame):
+        raise CallTimedOut(what, time.monotonic() - started, "".join(traceback.format_stack(frame)[-12:]))
+
+    previous = signal.signal(signal.SIGALRM, expire)
+    _ARMED.what = what
+    signal.setitimer(signal.ITIMER_REAL, seconds)
+    try:
+        yield
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, previous)
+        _ARMED.what = None

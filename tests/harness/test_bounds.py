@@ -1,0 +1,106 @@
+"""The harness's own bound on a target call (parity.bounds, docs/faults.md, Bounds) and the per-test bound a
+parity session sets when the user set none (parity.runner_safety)."""
+
+from __future__ import annotations
+
+import os
+import time
+from types import SimpleNamespace
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from parity.bounds import DEFAULT_TEST_BOUND_S, TEST_BOUND_ENV, CallTimedOut, bounded, call_bound
+from parity.crash import call_target
+from parity.runner_safety import set_test_bound
+
+
+class HangingDataset:
+    """A target that hangs on one index and swallows every ``Exception`` on its way."""
+
+    def __getitem__(self, index):
+        try:
+            if index == 7:
+                time.sleep(60)
+        except Exception:  # noqa: BLE001 - what a careless target does
+            pass
+        return index
+
+
+def test_a_hung_call_ends_in_a_timeout_naming_the_call_and_its_stack():
+    started = time.monotonic()
+    with pytest.raises(CallTimedOut) as caught, bounded("`__getitem__(7)`", 0.2):
+        HangingDataset()[7]
+    assert time.monotonic() - started < 5
+    assert str(caught.value).startswith("timed out after 0 s in `__getitem__(7)`; the hung call's stack:")
+    assert "in __getitem__" in caught.value.stack and "time.sleep(60)" in caught.value.stack
+
+
+def test_call_target_names_the_call(monkeypatch):
+    monkeypatch.setattr("parity.bounds.call_bound", lambda: 0.1)
+    with pytest.raises(CallTimedOut, match=r"in `__getitem__\(7\)` while serving dataset\[7\]"):
+        call_target("serving dataset[7]", HangingDataset().__getitem__, 7)
+    assert call_target("serving dataset[3]", HangingDataset().__getitem__, 3) == 3
+
+
+def test_hypothesis_does_not_shrink_past_a_timeout(monkeypatch):
+    """A ``BaseException``: the test ends at the first hang, as the thread method makes it end."""
+    calls = []
+
+    @settings(max_examples=10, database=None, derandomize=True)
+    @given(st.integers(0, 8))
+    def prop(index):
+        calls.append(index)
+        with bounded(f"`__getitem__({index})`", 0.05):
+            if index >= 7:
+                time.sleep(60)
+
+    with pytest.raises(CallTimedOut):
+        prop()
+    assert calls[-1] >= 7 and sum(index >= 7 for index in calls) == 1
+
+
+def test_an_armed_bound_holds_inside_another():
+    with pytest.raises(CallTimedOut, match="in outer"), bounded("outer", 0.2), bounded("inner", 30):
+        time.sleep(5)
+
+
+@pytest.mark.parametrize(("test_bound", "expected"), [(300, 270), (3600, 3570), (20, 15), (0, None)])
+def test_the_call_bound_is_below_the_test_bound(test_bound, expected):
+    assert call_bound(test_bound) == expected
+
+
+class Config(SimpleNamespace):
+    """What ``set_test_bound`` reads of a pytest config."""
+
+    def __init__(self, timeout=None, ini="", method=None, plugin=True):
+        super().__init__(option=SimpleNamespace(timeout=timeout, timeout_method=method), _ini=ini,
+                         pluginmanager=SimpleNamespace(hasplugin=lambda name: plugin))
+
+    def getvalue(self, name):
+        return getattr(self.option, name)
+
+    def getini(self, name):
+        return self._ini if name == "timeout" else ""
+
+
+@pytest.mark.parametrize(
+    ("config", "env", "seconds", "source"),
+    [
+        (Config(), None, DEFAULT_TEST_BOUND_S, "set by the parity plugin; --timeout overrides"),
+        (Config(timeout=3600.0), "60", 3600.0, "--timeout"),
+        (Config(), "60", 60.0, "$PYTEST_TIMEOUT"),
+        (Config(ini="120"), None, 120.0, "the ini's timeout"),
+        (Config(timeout=0.0), None, 0.0, "--timeout"),
+    ],
+)
+def test_an_explicit_bound_wins_and_the_session_says_which(monkeypatch, config, env, seconds, source):
+    monkeypatch.delenv("PYTEST_TIMEOUT", raising=False)
+    if env:
+        monkeypatch.setenv("PYTEST_TIMEOUT", env)
+    monkeypatch.setenv(TEST_BOUND_ENV, "")
+    set_test_bound(config)
+    assert (float(os.environ[TEST_BOUND_ENV]), config.parity_bound_source) == (seconds, source)
+    if source.startswith("set by"):
+        assert (config.option.timeout, config.option.timeout_method) == (DEFAULT_TEST_BOUND_S, "thread")
