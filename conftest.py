@@ -20,8 +20,8 @@ def pytest_configure(config: pytest.Config) -> None:
 
 @pytest.fixture
 def harness_self_check(pytestconfig: pytest.Config) -> None:
-    """A check of the harness itself (tests/quality): it does not depend on ``--target``, so it runs in
+    """A check of the harness itself (tests/quality): it does not depend on ``--parity-target``, so it runs in
     the default session and skips under any other target."""
     selected = getattr(pytestconfig, "parity_target", None)
     if selected is not None and selected.name != "impl":
-        pytest.skip(f"a self-check of the harness; it does not depend on --target {selected.name}")
+        pytest.skip(f"a self-check of the harness; it does not depend on --parity-target {selected.name}")

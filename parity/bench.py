@@ -32,7 +32,7 @@ from parity.report.text_table import text_table
 from parity.targets import builtin_targets, get_target
 
 HUNT_EXAMPLES = 100
-#: The ``dev`` profile's ``max_examples`` (parity.pytest_plugin): what the default suite spends per property.
+#: The ``dev`` profile's ``max_examples`` (parity.profiles): what the default suite spends per property.
 RATE_EXAMPLES = 25
 #: A cap per property, so the slow model-sized properties cannot take the whole run.
 RATE_SECONDS = 10.0

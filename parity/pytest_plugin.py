@@ -1,14 +1,18 @@
-"""The harness as a pytest plugin: the ``--target`` option, profiles, markers and target fixtures.
+"""The harness as a pytest plugin: the ``--parity-*`` options, profiles, markers and target fixtures.
 
 Installed as the ``parity`` plugin (a ``pytest11`` entry point), so the property suite runs against
 an installed target from any repository, without a clone of this one::
 
-    pytest --pyargs parity.suite --target my-dataset        # or: pytest -p parity ... when autoload is off
+    pytest --pyargs parity.suite --parity-target my-dataset   # or: pytest -p parity ... when autoload is off
 
-The plugin stays inert in projects that merely have the package installed: it registers its options,
-markers and fixtures (all harmless), but it loads a Hypothesis profile and limits torch's threads
-only for a *parity session*, i.e. when ``--target`` is given or the project's ini sets
-``parity_suite = true`` (this repository does). See docs/design.md, "Test-suite practice".
+The plugin is inert until asked (docs/design.md, Test-suite practice). In a project that merely has
+the package installed it adds its option group to ``pytest --help`` and nothing else: it imports
+neither Hypothesis nor torch, sets no environment variable and no thread count, registers no marker,
+and its fixtures are only used by tests that ask for them. It acts only in a *parity session*:
+``--parity-target`` (or its short spelling) given, or the project's ini sets ``parity_suite = true``
+(this repository does). Its options are namespaced; the short spellings ``--target``,
+``--nemotron-remote-code`` and ``--require-pinned-revision`` are added only where no other plugin or
+conftest owns them, so a project's own ``--target`` keeps working.
 """
 
 from __future__ import annotations
@@ -16,28 +20,8 @@ from __future__ import annotations
 import os
 
 import pytest
-from hypothesis import HealthCheck, Phase, settings
 
 from parity.threads import share_cores, wait_passively
-
-wait_passively()  # at plugin import, before any test module imports torch
-
-#: Model-sized examples are slow and their timing is noisy on shared cores: no deadline anywhere.
-_COMMON = dict(deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
-#: ``hypothesis.target()`` optimisation runs past ``max_examples``; only the nightly profile may spend that.
-_BOUNDED_PHASES = (Phase.explicit, Phase.reuse, Phase.generate, Phase.shrink)
-
-PROFILES = {
-    # Few examples, local example database: a quick loop while editing.
-    "dev": settings(max_examples=25, phases=_BOUNDED_PHASES, **_COMMON),
-    # Builds on Hypothesis's own ``ci`` profile (derandomized, no database, print_blob); Hypothesis
-    # selects that name by itself when ``CI`` is set. A hard, known example count: no target phase.
-    "ci": settings(settings.get_profile("ci"), max_examples=25, phases=_BOUNDED_PHASES, **_COMMON),
-    # Heavy exploration, ``target()`` on the worst error/budget ratio, database kept.
-    "nightly": settings(max_examples=1000, **_COMMON),
-}
-for _name, _profile in PROFILES.items():
-    settings.register_profile(_name, _profile)
 
 MARKERS = {
     "cuda": "needs a CUDA device (skips cleanly without one)",
@@ -45,33 +29,34 @@ MARKERS = {
     "slow": "heavier cases; still in the default run unless deselected with -m 'not slow'",
 }
 
-
-def default_profile() -> str:
-    """``$HYPOTHESIS_PROFILE``, else ``ci`` when ``CI`` is set, else ``dev``."""
-    return os.environ.get("HYPOTHESIS_PROFILE", "ci" if os.environ.get("CI") else "dev")
-
-
-def pytest_addoption(parser: pytest.Parser) -> None:
-    group = parser.getgroup("parity", "parity harness")
-    group.addoption(
-        "--target",
+#: The namespaced options with a short spelling, which is added only where nobody else owns it.
+OPTIONS = {
+    "--parity-target": ("--target", dict(
+        dest="parity_target",
         default=None,
         metavar="NAME",
         help="implementation the properties run against (default: impl); see `python -m parity targets`",
-    )
-    group.addoption(
-        "--nemotron-remote-code",
+    )),
+    "--parity-nemotron-remote-code": ("--nemotron-remote-code", dict(
+        dest="parity_nemotron_remote_code",
         default=None,
         metavar="FOLDER|ORG/NAME[@REV]",
         help="NVIDIA's remote code as the oracle model: a local folder with its config.json and *.py, or a Hub id "
         "read through the Hugging Face cache (config.json and *.py only) (default: $PARITY_NEMOTRON_REMOTE_CODE)",
-    )
-    group.addoption(
-        "--require-pinned-revision",
+    )),
+    "--parity-require-pinned-revision": ("--require-pinned-revision", dict(
+        dest="parity_require_pinned_revision",
         action="store_true",
         default=False,
-        help="refuse a --nemotron-remote-code Hub id whose revision is not a commit hash",
-    )
+        help="refuse a --parity-nemotron-remote-code Hub id whose revision is not a commit hash",
+    )),
+}
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    group = parser.getgroup("parity", "parity harness")
+    for name, (_, attributes) in OPTIONS.items():
+        group.addoption(name, **attributes)
     group.addoption(
         "--parity-strict-precision",
         action="store_true",
@@ -82,20 +67,51 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     parser.addini("parity_suite", type="bool", default=False, help="this project runs the parity property suite")
 
 
+@pytest.hookimpl(hookwrapper=True)
+def pytest_load_initial_conftests(early_config: pytest.Config, parser: pytest.Parser, args: list[str]):
+    """Before the conftests load: passive OpenMP waiting in a session that asks for parity (before any
+    conftest can import torch). After them, once every plugin and root conftest has added its options:
+    the short spellings nobody owns."""
+    if getattr(early_config.known_args_namespace, "parity_target", None) is not None or early_config.getini("parity_suite"):
+        wait_passively()
+    yield
+    owned = _option_names(parser)
+    if owned is None:
+        return
+    group = parser.getgroup("parity")
+    for name, (short, attributes) in OPTIONS.items():
+        if short not in owned:
+            group.addoption(short, **{**attributes, "help": f"short for {name}"})
+
+
+def _option_names(parser: pytest.Parser) -> set[str] | None:
+    """Every option string registered so far; None where this pytest keeps them elsewhere (then no short spelling)."""
+    groups = getattr(parser, "_groups", None)
+    anonymous = getattr(parser, "_anonymous", None)
+    if groups is None or anonymous is None:
+        return None
+    return {name for group in {id(g): g for g in (anonymous, *groups)}.values() for option in group.options
+            for name in option.names()}
+
+
 def is_parity_session(config: pytest.Config) -> bool:
-    return config.getoption("--target") is not None or bool(config.getini("parity_suite"))
+    return config.getoption("parity_target") is not None or bool(config.getini("parity_suite"))
 
 
 @pytest.hookimpl(tryfirst=True)
 def pytest_configure(config: pytest.Config) -> None:
-    for name, description in MARKERS.items():
-        config.addinivalue_line("markers", f"{name}: {description}")
     config.parity_target = config.parity_remote_code = None
     if not is_parity_session(config):
         return
+    wait_passively()  # a no-op where the conftests already asked (and too late only if one imported torch)
+    for name, description in MARKERS.items():
+        config.addinivalue_line("markers", f"{name}: {description}")
+    from parity.profiles import load_default_profile, register_profiles
+
+    register_profiles()
     # Before Hypothesis's own plugin, which loads ``--hypothesis-profile`` when one is given.
     if config.getoption("hypothesis_profile", default=None) is None:
-        settings.load_profile(default_profile())
+        load_default_profile()
     from parity.runner_safety import RunnerSafety, set_test_bound
 
     set_test_bound(config)  # before pytest-timeout reads its settings (docs/faults.md, Bounds)
@@ -104,7 +120,7 @@ def pytest_configure(config: pytest.Config) -> None:
     from parity.targets import UnknownTargetError, get_target
 
     try:
-        config.parity_target = get_target(config.getoption("--target") or "impl")
+        config.parity_target = get_target(config.getoption("parity_target") or "impl")
     except UnknownTargetError as error:
         raise pytest.UsageError(str(error)) from None
     if config.getoption("--parity-strict-precision"):  # through the environment, so DDP ranks see it too
@@ -123,9 +139,9 @@ def _activate_remote_code(config: pytest.Config):
     from oracle.remote_code import REMOTE_CODE_ENV, RemoteCodeError, activate_remote_code
 
     worker = hasattr(config, "workerinput")
-    named = os.environ.get(REMOTE_CODE_ENV) if worker else config.getoption("--nemotron-remote-code")
+    named = os.environ.get(REMOTE_CODE_ENV) if worker else config.getoption("parity_nemotron_remote_code")
     try:
-        source = activate_remote_code(named, config.getoption("--require-pinned-revision") and not worker)
+        source = activate_remote_code(named, config.getoption("parity_require_pinned_revision") and not worker)
     except (RemoteCodeError, ValueError) as error:
         raise pytest.UsageError(str(error)) from None
     warning = source and source.unpinned_warning()
@@ -156,7 +172,7 @@ def pytest_report_header(config: pytest.Config) -> list[str] | None:
 @pytest.fixture(scope="session")
 def target(pytestconfig: pytest.Config):
     if pytestconfig.parity_target is None:
-        pytest.skip("not a parity session: pass --target NAME (or set parity_suite = true in the ini)")
+        pytest.skip("not a parity session: pass --parity-target NAME (or set parity_suite = true in the ini)")
     return pytestconfig.parity_target
 
 

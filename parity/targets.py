@@ -1,7 +1,7 @@
 """The registry of targets: the implementations the properties run against (docs/design.md, Targets and interfaces).
 
 A target bundles up to three interfaces, each named by an import path and loaded only when a
-property asks for it, so ``--target known-bug:local-mean`` never imports the dataset code and
+property asks for it, so ``--parity-target known-bug:local-mean`` never imports the dataset code and
 listing targets never imports transformers. A property whose interface a target lacks is skipped.
 
 Installed packages add targets through the ``parity.targets`` entry-point group; each entry point
@@ -232,7 +232,7 @@ class TargetLoadError(UnknownTargetError):
     """An installed entry point that could not be loaded as a target (raised only when selected).
 
     An ``UnknownTargetError`` too: the target cannot be provided, and every caller that reports an
-    unknown name as a usage error (``pytest --target``, ``python -m parity``) reports this one the
+    unknown name as a usage error (``pytest --parity-target``, ``python -m parity``) reports this one the
     same way, with the adapter's own import error."""
 
 

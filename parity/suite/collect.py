@@ -1,6 +1,6 @@
 """Turn a :class:`~parity.property_table.Property` into a pytest test driven by Hypothesis.
 
-The test takes the session's target (``--target``, default ``impl``) and a device; a target that
+The test takes the session's target (``--parity-target``, default ``impl``) and a device; a target that
 lacks the property's interface skips it. The drawn arguments come from the entry's strategies, its
 explicit examples run first, and a training-sized property takes a fraction of the profile's examples.
 """

@@ -1,4 +1,4 @@
-"""``pytest --target impl`` never imports megatron-core, however it is installed.
+"""``pytest --parity-target impl`` never imports megatron-core, however it is installed.
 
 A run of the dataset properties on impl in a fresh interpreter, then a look at ``sys.modules``:
 selecting a target must not load the others (parity.targets loads interfaces and installed entry
@@ -21,7 +21,7 @@ SCRIPT = """
 import json, sys, pytest
 from hypothesis import settings
 settings.register_profile("import-check", settings(settings.get_profile("ci"), max_examples=2, deadline=None))
-status = pytest.main(["-q", "-p", "no:cacheprovider", "-n", "0", "--target", "impl", "--hypothesis-profile", "import-check",
+status = pytest.main(["-q", "-p", "no:cacheprovider", "-n", "0", "--parity-target", "impl", "--hypothesis-profile", "import-check",
                       "parity/suite/test_properties.py", "tests/dataset/test_validation.py",
                       "-k", "matches_oracle or indices_match_reference or past_the_end"])
 print(json.dumps({"status": int(status), "megatron": sorted(m for m in sys.modules if m.split(".")[0] == "megatron")}))

@@ -5,7 +5,7 @@
 * The contract every target keeps (docs/dataset.md, Bad input): an index past the end raises
   IndexError, as any Python sequence does, so iteration and DataLoader samplers stop cleanly.
 * impl's own promises (early ValueErrors naming ``documents``, IndexError for negative indices,
-  TypeError for a non-integer index) are pinned only for ``--target impl``: other targets are free
+  TypeError for a non-integer index) are pinned only for ``--parity-target impl``: other targets are free
   to word or type their errors differently.
 """
 

@@ -189,21 +189,21 @@ class _Config(types.SimpleNamespace):
 
 def test_the_plugin_names_the_oracle_in_the_header_and_warns_once(cache, monkeypatch):
     lay_out_cache(cache, standin_files())
-    options = {"--nemotron-remote-code": REPO, "--require-pinned-revision": False}
+    options = {"parity_nemotron_remote_code": REPO, "parity_require_pinned_revision": False}
     config = _Config(options=options, warnings=[], parity_target=None)
     config.parity_remote_code = pytest_plugin._activate_remote_code(config)
     assert pytest_plugin.pytest_report_header(config) == config.parity_remote_code.describe()
     (warning,) = config.warnings
     assert isinstance(warning, pytest_plugin.UnpinnedRevisionWarning) and COMMIT in str(warning)
     # an xdist worker runs the folder the controller resolved, and warns nothing
-    worker = _Config(options={**options, "--require-pinned-revision": True}, warnings=[], workerinput={})
+    worker = _Config(options={**options, "parity_require_pinned_revision": True}, warnings=[], workerinput={})
     assert pytest_plugin._activate_remote_code(worker).folder == config.parity_remote_code.folder
     assert worker.warnings == []
 
 
 def test_the_plugin_refuses_an_unpinned_id_as_a_usage_error(cache):
     lay_out_cache(cache, standin_files())
-    config = _Config(options={"--nemotron-remote-code": REPO, "--require-pinned-revision": True}, warnings=[])
+    config = _Config(options={"parity_nemotron_remote_code": REPO, "parity_require_pinned_revision": True}, warnings=[])
     with pytest.raises(pytest.UsageError, match="is not pinned"):
         pytest_plugin._activate_remote_code(config)
 

@@ -1,7 +1,7 @@
 """From another repository: a package that registers a target runs the suite with the plugin command.
 
 The package is built in a temporary folder and installed into a folder of its own (``pip install
---target``), then ``pytest --pyargs parity.suite --target NAME`` runs from a directory that holds
+--parity-target``), then ``pytest --pyargs parity.suite --parity-target NAME`` runs from a directory that holds
 no file of this repository: the suite, its fixtures and options come from the installed harness.
 """
 
@@ -67,7 +67,7 @@ def installed(tmp_path_factory) -> Path:
 def run_suite(site: Path, workdir: Path, target: str) -> subprocess.CompletedProcess:
     environment = {**os.environ, "PYTHONPATH": str(site), "HYPOTHESIS_PROFILE": "ci"}
     return subprocess.run(
-        [sys.executable, "-m", "pytest", "--pyargs", "parity.suite", "--target", target, "-p", "no:cacheprovider",
+        [sys.executable, "-m", "pytest", "--pyargs", "parity.suite", "--parity-target", target, "-p", "no:cacheprovider",
          "-k", "test_dataset__matches_oracle"],
         cwd=workdir, env=environment, capture_output=True, text=True, timeout=600,
     )

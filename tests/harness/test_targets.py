@@ -95,7 +95,7 @@ def test_an_entry_point_cannot_replace_a_builtin(monkeypatch):
 
 def test_pytest_rejects_an_unknown_target():
     result = subprocess.run(
-        [sys.executable, "-m", "pytest", "--target", "nope", "--collect-only", "-q", "-p", "no:randomly"],
+        [sys.executable, "-m", "pytest", "--parity-target", "nope", "--collect-only", "-q", "-p", "no:randomly"],
         capture_output=True,
         text=True,
         timeout=120,

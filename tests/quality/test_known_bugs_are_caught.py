@@ -6,7 +6,7 @@ triggers) and then a short derandomized search, stopping at the first counterexa
 random search alone finds each bug (medians over seeds, with shrinking) is what ``python -m parity
 bench`` measures; under the ``nightly`` profile the random-search hunts below run here too.
 These check the harness, not a target: they run in the default session and skip under another
-``--target``.
+``--parity-target``.
 """
 
 from __future__ import annotations

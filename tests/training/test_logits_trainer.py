@@ -1,4 +1,4 @@
-"""The repository's logits-style trainer, on every run whatever ``--target`` says (docs/trainer.md).
+"""The repository's logits-style trainer, on every run whatever ``--parity-target`` says (docs/trainer.md).
 
 It keeps its masks to itself and computes its own loss from ``.logits``, so every run exercises the
 seam that observes a trainer from outside; its pre-fix twin is caught in tests/quality.

@@ -1,0 +1,40 @@
+"""The harness's Hypothesis profiles (docs/design.md, Test-suite practice).
+
+Registered by the pytest plugin in a parity session only, so a project that merely has the package
+installed never imports Hypothesis through it.
+"""
+
+from __future__ import annotations
+
+import os
+
+from hypothesis import HealthCheck, Phase, settings
+
+#: Model-sized examples are slow and their timing is noisy on shared cores: no deadline anywhere.
+_COMMON = dict(deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
+#: ``hypothesis.target()`` optimisation runs past ``max_examples``; only the nightly profile may spend that.
+_BOUNDED_PHASES = (Phase.explicit, Phase.reuse, Phase.generate, Phase.shrink)
+
+PROFILES = {
+    # Few examples, local example database: a quick loop while editing.
+    "dev": settings(max_examples=25, phases=_BOUNDED_PHASES, **_COMMON),
+    # Builds on Hypothesis's own ``ci`` profile (derandomized, no database, print_blob); Hypothesis
+    # selects that name by itself when ``CI`` is set. A hard, known example count: no target phase.
+    "ci": settings(settings.get_profile("ci"), max_examples=25, phases=_BOUNDED_PHASES, **_COMMON),
+    # Heavy exploration, ``target()`` on the worst error/budget ratio, database kept.
+    "nightly": settings(max_examples=1000, **_COMMON),
+}
+
+
+def register_profiles() -> None:
+    for name, profile in PROFILES.items():
+        settings.register_profile(name, profile)
+
+
+def default_profile() -> str:
+    """``$HYPOTHESIS_PROFILE``, else ``ci`` when ``CI`` is set, else ``dev``."""
+    return os.environ.get("HYPOTHESIS_PROFILE", "ci" if os.environ.get("CI") else "dev")
+
+
+def load_default_profile() -> None:
+    settings.load_profile(default_profile())
