@@ -9,7 +9,8 @@ constructor keywords. A harness can only observe it from outside (docs/trainer.m
 Window normalisation, as in ``impl.trainer``: ``get_batch_samples`` draws the whole window's noise
 before any forward pass (kept in a private queue that ``compute_loss`` consumes) and counts the
 realized masked tokens, gathered over ranks when ``average_tokens_across_devices``. Each microbatch
-returns ``S_g * world / N``; ``loss_is_scaled_for_ga = True`` so the Trainer does not divide again.
+returns ``S_g * world / N``; ``loss_is_scaled_for_ga = True`` so the Trainer does not divide again (said in the
+installed release's words by ``impl.transformers_support.follow_loss_scaling``).
 Evaluation and direct calls noise the batch alone and divide by its own count.
 """
 
@@ -23,7 +24,7 @@ import torch.distributed as dist
 import torch.nn.functional as F
 from transformers import Trainer
 
-from impl.transformers_support import check_transformers_version
+from impl.transformers_support import check_transformers_version, follow_loss_scaling
 
 check_transformers_version()
 
@@ -42,6 +43,7 @@ class LogitsDiffusionTrainer(Trainer):
 
     def __init__(self, *args, **kwargs):
         super().__init__(*args, **kwargs)
+        follow_loss_scaling(self)
         config = self.model.config
         if not 0 <= config.mask_token_id < config.vocab_size:
             raise ValueError(f"mask_token_id {config.mask_token_id} is not a token of the vocabulary")

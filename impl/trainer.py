@@ -3,7 +3,8 @@
 It uses the Trainer's public gradient-accumulation contract (docs/trainer.md): ``get_batch_samples``
 fetches the window, so that is where the whole window is noised and its masked tokens counted
 (gathered over ranks when ``average_tokens_across_devices``); ``compute_loss`` returns
-``S_g * scale / N``; ``loss_is_scaled_for_ga = True`` tells ``training_step`` not to divide again.
+``S_g * scale / N``; ``loss_is_scaled_for_ga = True`` tells ``training_step`` not to divide again (on releases
+before 5.19 in their own words: ``impl.transformers_support.follow_loss_scaling``, docs/trainer.md).
 Evaluation noises each batch alone and uses its own count.
 
 The noise is drawn from torch's global generator in the published order (every row's ``t``, then the
@@ -22,7 +23,7 @@ import torch
 from transformers import Trainer
 
 from impl.diffusion_loss import WINDOWED_LOSS, WindowCount
-from impl.transformers_support import check_transformers_version
+from impl.transformers_support import check_transformers_version, follow_loss_scaling
 
 check_transformers_version()
 
@@ -48,6 +49,7 @@ class WindowedDiffusionTrainer(Trainer):
 
     def __init__(self, *args, eps: float | None = None, **kwargs):
         super().__init__(*args, **kwargs)
+        follow_loss_scaling(self)
         eps = type(self).eps if eps is None else eps
         config = self.model.config
         if not 0 <= config.mask_token_id < config.vocab_size:

@@ -1,40 +1,35 @@
-"""The transformers releases the Trainer integration supports, read from this package's own metadata.
+"""impl's trainers under every supported transformers release, each with that release's contract.
 
-``pyproject.toml`` states the range once; importing ``impl.trainer`` under another release fails
-with a message naming both, instead of training with a gradient-accumulation contract that differs.
+The range is the harness's (``parity.releases``): importing ``impl.trainer`` under another release
+fails with one line naming both. Inside it, where the Trainer divides a microbatch's loss by the
+accumulation steps changed twice (docs/trainer.md, Gradient accumulation by release), and
+:func:`follow_loss_scaling` says "this loss is already scaled" in the words of the installed release.
 """
 
 from __future__ import annotations
 
-import tomllib
-from importlib import metadata
-from pathlib import Path
-
 import transformers
-from packaging.requirements import Requirement
-from packaging.version import Version
 
-DISTRIBUTION = "parity-harness"
+from parity.releases import UnsupportedRelease, check_supported
 
-
-def supported_transformers() -> Requirement:
-    try:
-        requirements = metadata.requires(DISTRIBUTION) or []
-    except metadata.PackageNotFoundError:  # a source checkout that was never installed
-        pyproject = Path(__file__).resolve().parent.parent / "pyproject.toml"
-        requirements = tomllib.loads(pyproject.read_text())["project"]["dependencies"]
-    for line in requirements:
-        requirement = Requirement(line)
-        if requirement.name == "transformers" and not requirement.marker:
-            return requirement
-    raise LookupError(f"{DISTRIBUTION} states no transformers requirement")
+#: Whether the installed ``Trainer.training_step`` reads ``loss_is_scaled_for_ga`` (from 5.19).
+READS_LOSS_IS_SCALED_FOR_GA = hasattr(transformers.Trainer, "loss_is_scaled_for_ga")
 
 
 def check_transformers_version(installed: str = transformers.__version__) -> None:
-    requirement = supported_transformers()
-    if Version(installed) not in requirement.specifier:
-        raise ImportError(
-            f"transformers {installed} is installed, but the parity harness's Trainer integration supports "
-            f"transformers{requirement.specifier} (the Trainer's gradient-accumulation contract, docs/trainer.md); "
-            f"install a supported release, e.g. pip install 'transformers{requirement.specifier}'"
-        )
+    try:
+        check_supported("transformers", installed)
+    except UnsupportedRelease as error:
+        raise ImportError(str(error)) from None
+
+
+def follow_loss_scaling(trainer: transformers.Trainer) -> None:
+    """After ``Trainer.__init__``: the trainer's ``loss_is_scaled_for_ga`` (5.19's words) as the installed
+    release understands it. Before 5.19, ``training_step`` leaves the loss undivided exactly when
+    ``model_accepts_loss_kwargs`` holds (and the window's count is given), so that attribute says it;
+    5.5.0 to 5.5.3 build the accelerator with ``num_steps = gradient_accumulation_steps``, so its
+    ``backward`` divides once more, which later releases undo with ``num_steps = 1``, as done here."""
+    if not READS_LOSS_IS_SCALED_FOR_GA:
+        trainer.model_accepts_loss_kwargs = bool(type(trainer).loss_is_scaled_for_ga)
+    if trainer.accelerator.gradient_accumulation_steps != 1:
+        trainer.accelerator.gradient_accumulation_steps = 1

@@ -20,6 +20,7 @@ from parity.threads import wait_passively
 wait_passively()  # before parity.devices imports torch
 
 from parity.devices import DEVICES, TRAINER_DTYPES, check_dtype_runs_on, check_ranks_fit, resolve_device  # noqa: E402
+from parity.releases import UnsupportedRelease, check_supported
 from parity.targets import TargetLoadError, UnknownTargetError, default_targets, get_target, listed_targets
 
 
@@ -91,8 +92,9 @@ def report(parser: argparse.ArgumentParser, args: argparse.Namespace) -> int:
         extra = []
         for name in args.target:  # a selected target brings its companion (megatron-core and its fix)
             selected = get_target(name)
+            check_supported(selected.requires)
             extra += [selected, *([get_target(selected.companion)] if selected.companion else [])]
-    except (ValueError, TypeError, UnknownTargetError, TargetLoadError) as error:
+    except (ValueError, TypeError, UnknownTargetError, TargetLoadError, UnsupportedRelease) as error:
         parser.error(str(error))
     # Installed and optional targets are columns only when selected (parity.targets, docstring).
     builtin = [t for t in default_targets().values() if t.is_known_bug] + [get_target("impl")]
@@ -219,6 +221,11 @@ def main(argv: list[str] | None = None) -> int:
     if not argv or (argv[0] not in COMMANDS and argv[0] not in ("-h", "--help")):
         argv = ["report", *argv]
     args = cli_parser().parse_args(argv)
+    try:  # before any work, in one line (docs/install.md, Supported releases)
+        check_supported("transformers")
+    except UnsupportedRelease as error:
+        print(f"{args.parser.prog}: {error}", file=sys.stderr)
+        return 2
     return args.run(args.parser, args)
 
 

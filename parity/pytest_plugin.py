@@ -117,11 +117,14 @@ def pytest_configure(config: pytest.Config) -> None:
     set_test_bound(config)  # before pytest-timeout reads its settings (docs/faults.md, Bounds)
     config.pluginmanager.register(RunnerSafety(), "parity-runner-safety")
 
+    from parity.releases import UnsupportedRelease, check_supported
     from parity.targets import UnknownTargetError, get_target
 
     try:
         config.parity_target = get_target(config.getoption("parity_target") or "impl")
-    except UnknownTargetError as error:
+        for name in ("transformers", config.parity_target.requires):  # refused before any work (docs/install.md)
+            check_supported(name)
+    except (UnknownTargetError, UnsupportedRelease) as error:
         raise pytest.UsageError(str(error)) from None
     if config.getoption("--parity-strict-precision"):  # through the environment, so DDP ranks see it too
         from parity.compare import STRICT_PRECISION_ENV

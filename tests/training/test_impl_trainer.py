@@ -5,7 +5,8 @@ from __future__ import annotations
 import pytest
 
 from impl.trainer import WindowedDiffusionTrainer
-from impl.transformers_support import check_transformers_version, supported_transformers
+from impl.transformers_support import check_transformers_version
+from parity.releases import supported
 from oracle.nemotron_diffusion import build_tiny_model
 from parity.cases import TrainerCase
 from parity.training.run import training_arguments
@@ -26,5 +27,5 @@ def test_eps_outside_the_unit_interval_is_refused_with_impls_message(eps, tmp_pa
 
 def test_unsupported_transformers_is_refused_at_import():
     check_transformers_version()  # the installed release is supported
-    with pytest.raises(ImportError, match=rf"transformers 4\.46\.0 is installed.*{supported_transformers().specifier}"):
+    with pytest.raises(ImportError, match=rf"transformers 4\.46\.0 is installed.*{supported('transformers').specifier}"):
         check_transformers_version("4.46.0")
