@@ -29,7 +29,8 @@ def test_a_release_outside_its_range_is_refused_in_one_line_naming_both(name, ve
         check_supported(name, version)
     message = str(refused.value)
     assert "\n" not in message and f"{name} {version} is installed" in message
-    assert f"supports {supported(name)}" in message and f"pip install '{supported(name)}'" in message
+    stated = f"{name}{supported(name).specifier}"
+    assert f"supports {stated}" in message and f"pip install '{stated}'" in message
 
 
 def test_a_package_the_harness_states_nothing_about_is_not_refused():
