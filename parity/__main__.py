@@ -20,7 +20,7 @@ from parity.threads import wait_passively
 wait_passively()  # before parity.devices imports torch
 
 from parity.devices import DEVICES, TRAINER_DTYPES, check_dtype_runs_on, check_ranks_fit, resolve_device  # noqa: E402
-from parity.releases import UnsupportedRelease, check_supported
+from parity.releases import UnsupportedRelease, check_supported, install_command
 from parity.targets import TargetLoadError, UnknownTargetError, default_targets, get_target, listed_targets
 
 
@@ -137,7 +137,7 @@ def html_unavailable() -> str | None:
     try:
         import matplotlib  # noqa: F401
     except ImportError:
-        return "--html draws its plots with matplotlib: pip install 'parity-harness[report]'"
+        return f"--html draws its plots with matplotlib: {install_command('matplotlib')}"
     return None
 
 

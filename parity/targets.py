@@ -27,6 +27,8 @@ from typing import Any, Literal, Protocol, runtime_checkable
 import numpy as np
 import torch
 
+from parity.releases import install_command
+
 ENTRY_POINT_GROUP = "parity.targets"
 Interface = Literal["dataset", "loss", "trainer"]
 
@@ -201,7 +203,7 @@ BUILTIN_TARGETS: tuple[Target, ...] = (
 #: ends in an empty document (docs/dataset.md, Crashes).
 MEGATRON_INDEX_CRASH = "AssertionError at megatron/core/datasets/helpers.py"
 
-#: Built-ins that need megatron-core (``pip install 'parity-harness[megatron]'``).
+#: Built-ins that need megatron-core (the ``megatron`` extra; docs/install.md).
 OPTIONAL_TARGETS: tuple[Target, ...] = (
     Target(
         name="megatron-core",
@@ -302,5 +304,5 @@ def get_target(name: str) -> Target:
     known = ", ".join(sorted([*builtins, *(e.name for e in installed)]))
     hint = ""
     if any(t.name == name for t in OPTIONAL_TARGETS):
-        hint = " (it needs megatron-core: pip install 'parity-harness[megatron]')"
+        hint = f" (it needs megatron-core: {install_command('megatron-core')}, docs/install.md)"
     raise UnknownTargetError(f"unknown target {name!r}{hint}; known targets: {known}")

@@ -17,6 +17,7 @@ from parity.crash import TargetCrashed
 from parity.dataset_config import GPTDatasetConfig
 from parity.properties import dataset as properties
 from parity.property_table import PROPERTIES, catching
+from parity.releases import install_command
 from parity.strategies.dataset import (
     MEGATRON_CRASH_CASE,
     MOCK_DATA_CASE,
@@ -30,7 +31,7 @@ FIXED = next(t for t in OPTIONAL_TARGETS if t.name == "megatron-core:fixed")
 pytestmark = [
     pytest.mark.xdist_group("megatron"),
     pytest.mark.skipif(
-        MEGATRON.version is None, reason="megatron-core is not installed (pip install 'parity-harness[megatron]')"
+        MEGATRON.version is None, reason=f"megatron-core is not installed ({install_command('megatron-core')})"
     ),
 ]
 

@@ -106,6 +106,6 @@ def test_html_without_matplotlib_is_one_line_naming_the_extra(capsys, tmp_path, 
     assert main(["--only", "dataset-cache", "--html", str(tmp_path / "r.html")]) == 2
     printed = capsys.readouterr()
     assert printed.err.splitlines() == [
-        "python -m parity report: --html draws its plots with matplotlib: pip install 'parity-harness[report]'"
+        "python -m parity report: --html draws its plots with matplotlib: pip install 'matplotlib>=3.8'"
     ]
     assert printed.out == "" and not (tmp_path / "r.html").exists()
