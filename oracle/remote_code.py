@@ -12,9 +12,11 @@ anything up on the Hub; a Hub id is resolved to its snapshot folder beforehand, 
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import json
 import os
+import sys
 from collections.abc import Callable
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -107,9 +109,43 @@ class RemoteCodeError(RuntimeError):
     """
 
 
-#: The transformers releases known to run NVIDIA's published remote code (5.24 renamed the cache
-#: keyword the published ``forward`` passes into its output class).
-SUPPORTED_REMOTE_TRANSFORMERS = ">=5.19,<5.24"
+#: The transformers releases that run NVIDIA's published remote code: the harness's own range
+#: (docs/install.md), 5.24 and later through the shim below (docs/diffusion-model.md, transformers versions).
+SUPPORTED_REMOTE_TRANSFORMERS = ">=5.5,<6"
+
+#: The names transformers 5.24 renames to ``cache`` in every ``ModelOutput.__init__``.
+OLD_CACHE_NAMES = ("past_key_values", "cache_params")
+
+
+def restore_declared_cache_fields(model_class: type) -> tuple[str, ...]:
+    """The shim at the loader boundary for transformers 5.24's cache rename; what it did, one line each.
+
+    5.24 wraps the ``__init__`` of every ``ModelOutput`` dataclass so that ``past_key_values=`` (or
+    ``cache_params=``) arrives as ``cache=``: right for its own classes, which now declare ``cache``,
+    fatal for remote code whose output class still declares ``past_key_values`` (NVIDIA's does), whose
+    construction then fails on the unknown keyword. For each such class of the model's module, and only
+    where the installed release wrapped it, the dataclass's own ``__init__`` is put back (set on the class
+    past transformers' metaclass hook). The folder's files are not touched. A value handed as
+    ``past_key_values`` is then still kept the 5.24 way, as the attribute ``cache`` (``ModelOutput``'s
+    own ``__setattr__``); the harness never reads it (loss and logits are what it trains on).
+    """
+    module = sys.modules[model_class.__module__]
+    restored = []
+    for name, value in sorted(vars(module).items()):
+        output_class = isinstance(value, type) and issubclass(value, transformers.utils.ModelOutput)
+        if not (output_class and dataclasses.is_dataclass(value)):
+            continue
+        declared = {field.name for field in dataclasses.fields(value)}
+        wrapped = getattr(value.__dict__.get("__init__"), "__wrapped__", None)
+        if wrapped is None or "cache" in declared or not declared & set(OLD_CACHE_NAMES):
+            continue
+        type.__setattr__(value, "__init__", wrapped)
+        restored.append(
+            f"shim: transformers {transformers.__version__} renames past_key_values to cache in every ModelOutput "
+            f"__init__; {name} declares {', '.join(sorted(declared & set(OLD_CACHE_NAMES)))}, so its own __init__ "
+            "is restored (oracle.remote_code.restore_declared_cache_fields)"
+        )
+    return tuple(restored)
 
 
 def remedy(folder: str | os.PathLike) -> str:
@@ -124,6 +160,8 @@ class RemoteClasses:
     config_class: type
     model_class: type
     loaded: PreTrainedConfig
+    #: What the loader changed for the installed release (``restore_declared_cache_fields``), one line each.
+    shims: tuple[str, ...] = ()
 
 
 @functools.lru_cache(maxsize=None)
@@ -134,13 +172,14 @@ def remote_classes(folder: str | os.PathLike) -> RemoteClasses:
     try:
         config_class = get_class_from_dynamic_module(auto_map["AutoConfig"], path, local_files_only=True)
         model_class = get_class_from_dynamic_module(auto_map["AutoModel"], path, local_files_only=True)
+        shims = restore_declared_cache_fields(model_class)
         loaded = config_class.from_pretrained(path, local_files_only=True)
     except Exception as error:  # an import that fails inside the folder's code
         raise RemoteCodeError(
             f"transformers {transformers.__version__} cannot import the remote code in {path} "
             f"({type(error).__name__}: {first_line(error)}); {remedy(path)}"
         ) from None
-    return RemoteClasses(path, config_class, model_class, loaded)
+    return RemoteClasses(path, config_class, model_class, loaded, shims)
 
 
 def tiny_remote_config(classes: RemoteClasses, **overrides) -> PreTrainedConfig:
@@ -310,6 +349,6 @@ def activate_remote_code(named: str | os.PathLike | None = None, require_pinned:
             raise
         raise ValueError(f"{source.repo_id} at commit {source.commit} holds no usable remote code: {error}") from None
     files = tuple((name, sha256_of(folder / name)) for name in code_files(folder))
-    check_remote_model(folder)
+    classes = check_remote_model(folder)
     os.environ[REMOTE_CODE_ENV] = str(folder)
-    return replace(source, folder=folder, files=files)
+    return replace(source, folder=folder, files=files, shims=classes.shims)

@@ -53,6 +53,8 @@ class RemoteCodeSource:
     revision: str | None = None  # as asked; None: the repository's default branch
     commit: str | None = None
     files: tuple[tuple[str, str], ...] = ()
+    #: What the loader changed at its boundary for the installed transformers (``oracle.remote_code``).
+    shims: tuple[str, ...] = ()
 
     @property
     def pinned(self) -> bool:
@@ -75,7 +77,7 @@ class RemoteCodeSource:
         else:
             pin = "pinned" if self.pinned else f"NOT pinned: resolved from {self.revision or 'the default branch'}"
             head = f"oracle model: NVIDIA remote code {self.repo_id} at commit {self.commit} ({pin}; {self.folder})"
-        return [head, *(f"  sha256 {digest}  {name}" for name, digest in self.files)]
+        return [head, *(f"  sha256 {digest}  {name}" for name, digest in self.files), *(f"  {shim}" for shim in self.shims)]
 
 
 def sha256_of(path: Path) -> str:

@@ -62,3 +62,15 @@ def check_supported(name: str | None, version: str | None = None) -> None:
         f"{name} {version} is installed, but the parity harness supports {name}{requirement.specifier} "
         f"(docs/install.md, Supported releases): {install_command(name)}"
     )
+
+
+#: What a run names as the releases it ran on (``python -m parity.releases``; tox.ini's envs print it first).
+REPORTED = ("transformers", "accelerate", "huggingface_hub", "torch", "megatron-core", "trl")
+
+
+def ran_on() -> str:
+    return "ran on " + ", ".join(f"{name} {installed(name)}" for name in REPORTED if installed(name))
+
+
+if __name__ == "__main__":
+    print(ran_on())

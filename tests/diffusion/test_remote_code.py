@@ -10,10 +10,14 @@ the same checks.
 
 from __future__ import annotations
 
+import dataclasses
 import itertools
 import json
 import shutil
 import socket
+import sys
+import textwrap
+import types
 from pathlib import Path
 
 import pytest
@@ -23,12 +27,15 @@ import transformers
 from oracle.nemotron_diffusion import TINY_CONFIG, build_tiny_model, forward_process
 from oracle.remote_code import (
     REMOTE_CODE_ENV,
+    SUPPORTED_REMOTE_TRANSFORMERS,
     RemoteCodeError,
+    activate_remote_code,
     check_remote_model,
     copy_weights,
     load_remote_model,
     oracle_model_factory,
     remote_classes,
+    restore_declared_cache_fields,
 )
 
 MASK_TOKEN_ID = TINY_CONFIG["mask_token_id"]
@@ -240,7 +247,7 @@ def test_code_this_transformers_cannot_run_is_one_clear_error(tmp_path):
     """What transformers 5.24 does to the published forward, imitated: a TypeError deep in the output class."""
     folder = _standin_copy(
         tmp_path,
-        edit=("modeling_nemotron_standin.py", "NemotronStandinOutputWithPast(loss=loss, logits=logits)",
+        edit=("modeling_nemotron_standin.py", "NemotronStandinOutputWithPast(loss=loss, logits=logits, past_key_values=None)",
               "NemotronStandinOutputWithPast(loss=loss, logits=logits, cache=None)"),
     )
     with pytest.raises(RemoteCodeError) as raised:
@@ -249,7 +256,58 @@ def test_code_this_transformers_cannot_run_is_one_clear_error(tmp_path):
     assert "\n" not in message
     assert f"transformers {transformers.__version__} cannot run this folder's remote code" in message
     assert "unexpected keyword argument 'cache'" in message
-    assert "install transformers>=5.19,<5.24 or use `tox -e nvidia -- " in message
+    assert f"install transformers{SUPPORTED_REMOTE_TRANSFORMERS} or use `tox -e nvidia -- " in message
+
+
+def _renames_past_key_values() -> bool:
+    """Whether the installed ModelOutput hands ``past_key_values=`` to ``__init__`` as ``cache=`` (5.24 does)."""
+
+    @dataclasses.dataclass
+    class Probe(transformers.utils.ModelOutput):
+        logits: torch.Tensor | None = None
+        past_key_values: tuple | None = None
+
+    try:
+        Probe(past_key_values=None)
+    except TypeError:
+        return True
+    return False
+
+
+def test_the_cache_rename_is_shimmed_at_the_loader_only_where_the_release_needs_it(tmp_path, monkeypatch):
+    """The stand-in's output class declares past_key_values and is handed it, as NVIDIA's is: it runs under the
+    installed release, and the provenance says whether (and what) the loader's shim changed for it."""
+    monkeypatch.delenv(REMOTE_CODE_ENV, raising=False)
+    source = activate_remote_code(_standin_copy(tmp_path))
+    shims = [line.strip() for line in source.describe() if line.strip().startswith("shim:")]
+    if _renames_past_key_values():
+        assert shims == list(source.shims) and len(shims) == 1
+        assert f"transformers {transformers.__version__} renames past_key_values to cache" in shims[0]
+        assert "NemotronStandinOutputWithPast declares past_key_values" in shims[0]
+    else:
+        assert shims == [] and source.shims == ()
+
+
+def test_the_shim_is_what_mends_an_output_class_that_declares_past_key_values(monkeypatch):
+    if not _renames_past_key_values():
+        pytest.skip(f"transformers {transformers.__version__} does not rename past_key_values: nothing to mend")
+    module = types.ModuleType("declares_past_key_values")
+    monkeypatch.setitem(sys.modules, module.__name__, module)
+    exec(textwrap.dedent("""
+        import dataclasses, torch, transformers
+        @dataclasses.dataclass
+        class Output(transformers.utils.ModelOutput):
+            logits: torch.Tensor | None = None
+            past_key_values: tuple | None = None
+        class Model:
+            pass
+    """), module.__dict__)  # noqa: S102 (a fixed class, as remote code declares it)
+    with pytest.raises(TypeError, match="unexpected keyword argument 'cache'"):
+        module.Output(logits=torch.ones(1), past_key_values=None)
+    (line,) = restore_declared_cache_fields(module.Model)
+    assert "Output declares past_key_values" in line
+    assert torch.equal(module.Output(logits=torch.ones(1), past_key_values=None).logits, torch.ones(1))
+    assert restore_declared_cache_fields(module.Model) == ()  # applied once: nothing left to restore
 
 
 def test_a_causal_model_is_refused_by_behaviour(tmp_path):
@@ -297,7 +355,7 @@ def test_the_report_refuses_code_this_transformers_cannot_run_in_one_line(tmp_pa
     monkeypatch.delenv(REMOTE_CODE_ENV, raising=False)
     folder = _standin_copy(
         tmp_path,
-        edit=("modeling_nemotron_standin.py", "NemotronStandinOutputWithPast(loss=loss, logits=logits)",
+        edit=("modeling_nemotron_standin.py", "NemotronStandinOutputWithPast(loss=loss, logits=logits, past_key_values=None)",
               "NemotronStandinOutputWithPast(loss=loss, logits=logits, cache=None)"),
     )
     assert main(["--only", "diffusion-window", "--nemotron-remote-code", str(folder)]) == 2

@@ -66,7 +66,7 @@ def test_a_hub_id_runs_the_cached_snapshot_and_names_its_commit_and_files(cache)
     assert dict(source.files) == {name: hashlib.sha256((STANDIN / name).read_bytes()).hexdigest() for name in STANDIN_FILES}
     header = source.describe()
     assert header[0].startswith(f"oracle model: NVIDIA remote code {REPO} at commit {COMMIT} (NOT pinned")
-    assert header[1:] == [f"  sha256 {digest}  {name}" for name, digest in source.files]
+    assert header[1:] == [f"  sha256 {digest}  {name}" for name, digest in source.files] + [f"  {shim}" for shim in source.shims]
     assert f"running the code of commit {COMMIT}; pin it as {REPO}@{COMMIT}" in source.unpinned_warning()
     # every builder of the process now loads that snapshot, by the environment DDP ranks inherit
     model = oracle_model_factory()(0)
@@ -173,7 +173,7 @@ def test_the_json_and_markdown_reports_carry_the_oracle_commit_and_hashes(cache,
     assert main([*argv, "--json", str(written), "--markdown", str(markdown)]) == 0
     oracle = json.loads(written.read_text())["options"]["oracle"]
     assert oracle[0].startswith(f"oracle model: NVIDIA remote code {REPO} at commit {COMMIT} (pinned")
-    assert len(oracle) > 1 and all(line.startswith("  sha256 ") for line in oracle[1:])
+    assert len(oracle) > 1 and all(line.startswith(("  sha256 ", "  shim: ")) for line in oracle[1:])  # the shim, if any, too
     assert "\n".join(oracle) in markdown.read_text()
 
 

@@ -26,11 +26,12 @@ from .modeling_standin_backbone import StandinBackbone
 
 @dataclass
 class NemotronStandinOutputWithPast(ModelOutput):
-    """The published output's fields, less ``past_key_values``: handing that keyword to an output class is
-    what transformers 5.24 breaks (docs/diffusion-model.md), and the stand-in runs under every release."""
+    """The published output's fields, ``past_key_values`` among them, handed by keyword as published: what
+    transformers 5.24 breaks and the loader's shim mends (docs/diffusion-model.md, transformers versions)."""
 
     loss: tuple | None = None
     logits: torch.Tensor | None = None
+    past_key_values: tuple | None = None
     causal_logits: torch.Tensor | None = None
     hidden_states: tuple | None = None
     attentions: tuple | None = None
@@ -95,4 +96,4 @@ class NemotronStandinModel(Ministral3PreTrainedModel):
             if self.config.dlm_loss_weight is not None:
                 summed = self.config.dlm_loss_weight * summed
             loss = (summed, masked_indices.sum())
-        return NemotronStandinOutputWithPast(loss=loss, logits=logits)
+        return NemotronStandinOutputWithPast(loss=loss, logits=logits, past_key_values=None)  # no cache in diffusion mode
