@@ -51,6 +51,17 @@ def default_profile() -> str:
     return os.environ.get("HYPOTHESIS_PROFILE", "ci" if os.environ.get("CI") else "dev")
 
 
+def check_profile(field: str, name: str) -> None:
+    """A usage error naming the registered profiles unless ``name`` is one of them."""
+    from hypothesis.errors import InvalidArgument
+
+    try:
+        settings.get_profile(name)
+    except InvalidArgument:
+        known = sorted(getattr(settings, "_profiles", PROFILES))  # every registered name, a conftest's own too
+        raise pytest.UsageError(f"{field} {name!r} is not a Hypothesis profile; known profiles: {', '.join(known)}") from None
+
+
 def pytest_addoption(parser: pytest.Parser) -> None:
     group = parser.getgroup("parity", "parity harness")
     group.addoption(
@@ -91,11 +102,15 @@ def pytest_configure(config: pytest.Config) -> None:
     for name, description in MARKERS.items():
         config.addinivalue_line("markers", f"{name}: {description}")
     config.parity_target = config.parity_remote_code = None
+    named = config.getoption("hypothesis_profile", default=None)
+    if named is not None:  # before Hypothesis's own plugin loads it, which would be an INTERNALERROR
+        check_profile("--hypothesis-profile", named)
     if not is_parity_session(config):
         return
-    # Before Hypothesis's own plugin, which loads ``--hypothesis-profile`` when one is given.
-    if config.getoption("hypothesis_profile", default=None) is None:
-        settings.load_profile(default_profile())
+    if named is None:
+        profile = default_profile()
+        check_profile("$HYPOTHESIS_PROFILE" if "HYPOTHESIS_PROFILE" in os.environ else "the default profile", profile)
+        settings.load_profile(profile)
     from parity.runner_safety import RunnerSafety, set_test_bound
 
     set_test_bound(config)  # before pytest-timeout reads its settings (docs/faults.md, Bounds)
@@ -103,9 +118,16 @@ def pytest_configure(config: pytest.Config) -> None:
 
     from parity.targets import UnknownTargetError, get_target
 
+    from parity.targets import builtin_targets
+    from parity.usage import UsageError
+
     try:
         config.parity_target = get_target(config.getoption("--target") or "impl")
-    except UnknownTargetError as error:
+        if config.parity_target.name not in builtin_targets() and not hasattr(config, "workerinput"):
+            from parity.preflight import preflight  # a target of yours, held to its interfaces once, before any test
+
+            preflight(config.parity_target)
+    except (UnknownTargetError, UsageError) as error:
         raise pytest.UsageError(str(error)) from None
     if config.getoption("--parity-strict-precision"):  # through the environment, so DDP ranks see it too
         from parity.compare import STRICT_PRECISION_ENV
