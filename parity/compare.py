@@ -197,8 +197,10 @@ class ParityFailure(AssertionError):
 
     def __init__(self, verdict: Verdict):
         self.verdict = verdict
-        diagnosis = f" {verdict.diagnosis}" if verdict.diagnosis else ""
-        super().__init__(f"{', '.join(verdict.failure_kinds)}:{diagnosis}\n{verdict.describe()}")
+        described = verdict.describe()
+        # A diagnosis that only repeats the first finding (a property's plain AssertionError) is said once.
+        said = verdict.diagnosis and verdict.diagnosis not in described.split("\n", 1)[0]
+        super().__init__(f"{', '.join(verdict.failure_kinds)}:{' ' + verdict.diagnosis if said else ''}\n{described}")
 
 
 def assert_verdict(verdict: Verdict) -> Verdict:
