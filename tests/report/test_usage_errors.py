@@ -143,3 +143,20 @@ def test_an_unknown_hypothesis_profile_is_a_usage_error_listing_the_known_ones(o
     assert result.returncode == 4  # pytest's usage error
     assert f"ERROR: {field} 'nigthly' is not a Hypothesis profile; known profiles: ci, default, dev, nightly" in result.stderr
     assert "INTERNALERROR" not in result.stderr + result.stdout
+
+
+def test_an_installed_target_with_a_wrong_interface_is_a_pytest_usage_error(tmp_path):
+    """The plugin holds a selected installed target to its Protocols before any test: one line, exit 4."""
+    (tmp_path / "user_adapters.py").write_text(ADAPTERS)
+    info = tmp_path / "user_adapters-0.1.dist-info"  # an installed distribution, seen through PYTHONPATH only
+    info.mkdir()
+    (info / "METADATA").write_text("Metadata-Version: 2.1\nName: user-adapters\nVersion: 0.1\n")
+    (info / "entry_points.txt").write_text("[parity.targets]\nreturns-list = user_adapters:LIST\n")
+    result = subprocess.run(
+        [sys.executable, "-m", "pytest", "--target", "returns-list", "-p", "no:cacheprovider", "--co", "-q",
+         "tests/harness/test_threads.py"],
+        capture_output=True, text=True, timeout=300, cwd=Path(__file__).resolve().parents[2],
+        env={**os.environ, "PYTHONPATH": str(tmp_path)},
+    )
+    assert result.returncode == 4
+    assert "ERROR: target 'returns-list': dataset='user_adapters:a_list': a dataset target returns a dataset" in result.stderr
