@@ -122,6 +122,7 @@ def test_an_interface_is_held_to_its_protocol_before_any_work(capsys, adapters, 
     assert line in refused(capsys, ["--target", target])
 
 
+@pytest.mark.long  # a fresh interpreter that imports torch: seconds the default run cannot spare
 def test_a_closed_pipe_ends_quietly_with_the_verdicts_status():
     """``| head``: the reader goes away mid-report; no traceback, and the status is still the verdict's."""
     program = "import sys; from parity.__main__ import emit; emit('parity: ...\\n' * 100000); sys.exit(1)"
@@ -130,6 +131,7 @@ def test_a_closed_pipe_ends_quietly_with_the_verdicts_status():
     assert (result.stdout, result.stderr, result.returncode) == ("parity: ...\n", "", 1)
 
 
+@pytest.mark.long  # a pytest session of its own
 @pytest.mark.parametrize(("option", "environment", "field"), [
     (["--hypothesis-profile", "nigthly"], {}, "--hypothesis-profile"),
     ([], {"HYPOTHESIS_PROFILE": "nigthly"}, "$HYPOTHESIS_PROFILE"),
@@ -145,6 +147,7 @@ def test_an_unknown_hypothesis_profile_is_a_usage_error_listing_the_known_ones(o
     assert "INTERNALERROR" not in result.stderr + result.stdout
 
 
+@pytest.mark.long  # a pytest session of its own
 def test_an_installed_target_with_a_wrong_interface_is_a_pytest_usage_error(tmp_path):
     """The plugin holds a selected installed target to its Protocols before any test: one line, exit 4."""
     (tmp_path / "user_adapters.py").write_text(ADAPTERS)
