@@ -7,12 +7,13 @@
     python -m parity ddp             the two-rank training cases of one target, as real processes
 
 Exit status: 0 when every impl column holds and every known bug is caught, 1 otherwise, 2 for a
-usage error.
+usage error (one line naming the option and what it allows, before any work).
 """
 
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 
 from parity.threads import wait_passively
@@ -20,12 +21,26 @@ from parity.threads import wait_passively
 wait_passively()  # before parity.devices imports torch
 
 from parity.devices import DEVICES, TRAINER_DTYPES, check_dtype_runs_on, check_ranks_fit, resolve_device  # noqa: E402
-from parity.releases import UnsupportedRelease, check_supported, install_command
-from parity.targets import TargetLoadError, UnknownTargetError, default_targets, get_target, listed_targets
+from parity.releases import UnsupportedRelease, check_supported, install_command  # noqa: E402
+from parity.targets import (  # noqa: E402
+    TargetLoadError,
+    UnknownTargetError,
+    checked_interface,
+    default_targets,
+    get_target,
+    listed_targets,
+)
+from parity.usage import UsageError, check_at_least, check_distinct_outputs, check_output_path, write_atomically  # noqa: E402
+
 
 
 def _progress(message: str) -> None:
     print(f"[parity] {message} ...", file=sys.stderr, flush=True)
+
+
+def _note(message: str) -> None:
+    """A line for the reader on stderr (where a file went, what a flag did), never mixed into the report."""
+    print(f"[parity] {message}", file=sys.stderr, flush=True)
 
 
 def report_parser(parser: argparse.ArgumentParser | None = None) -> argparse.ArgumentParser:
@@ -47,7 +62,9 @@ def report_parser(parser: argparse.ArgumentParser | None = None) -> argparse.Arg
                         help="drawn examples per property in the `properties` scenario (default: 3)")
     parser.add_argument("--json", metavar="PATH", help="also write the results as JSON")
     parser.add_argument("--quiet", action="store_true",
-                        help="print only the verdict line and the unexpected failures (no progress)")
+                        help="print only the verdict line, what is wrong and the unexpected failures (no progress)")
+    parser.add_argument("--controls", action="store_true",
+                        help="show the built-in controls (impl, the known bugs) in full, not one line each")
     parser.add_argument("--markdown", metavar="PATH", help="also write the report as GitHub Markdown (e.g. $GITHUB_STEP_SUMMARY)")
     parser.add_argument("--html", metavar="PATH", help="also write one self-contained page with plots (needs the [report] extra)")
     parser.add_argument("--nemotron-remote-code", metavar="FOLDER|ORG/NAME[@REV]", default=None,
@@ -78,6 +95,9 @@ def use_remote_code(parser: argparse.ArgumentParser, args: argparse.Namespace) -
     return tuple(source.describe())
 
 
+OUTPUTS = ("json", "markdown", "html")
+
+
 def report(parser: argparse.ArgumentParser, args: argparse.Namespace) -> int:
     from parity.property_scenario import ALL_SCENARIOS
     from parity.report.model import Options, as_json
@@ -89,25 +109,40 @@ def report(parser: argparse.ArgumentParser, args: argparse.Namespace) -> int:
         check_dtype_runs_on(args.dtype, device)
         if args.ddp:
             check_ranks_fit(device, 2)
+        check_at_least("--seed", args.seed, 0)
+        check_at_least("--examples", args.examples, 1)
+        outputs = {f"--{name}": getattr(args, name) for name in OUTPUTS}
+        for field, path in outputs.items():
+            if path is not None:
+                check_output_path(field, path)
+        check_distinct_outputs(outputs)
         extra = []
         for name in args.target:  # a selected target brings its companion (megatron-core and its fix)
             selected = get_target(name)
             check_supported(selected.requires)
             extra += [selected, *([get_target(selected.companion)] if selected.companion else [])]
+        from parity.preflight import preflight
+
+        for target in dict.fromkeys(extra):
+            preflight(target, args.seed)
     except (ValueError, TypeError, UnknownTargetError, TargetLoadError, UnsupportedRelease) as error:
         parser.error(str(error))
     # Installed and optional targets are columns only when selected (parity.targets, docstring).
     builtin = [t for t in default_targets().values() if t.is_known_bug] + [get_target("impl")]
     targets = builtin + [t for t in extra if t not in builtin]
-    if args.examples < 1:
-        parser.error(f"--examples must be >= 1, got {args.examples}")
+    under_test = tuple(dict.fromkeys(t.name for t in extra)) or ("impl",)
     if args.html and (problem := html_unavailable()):
         print(f"{parser.prog}: {problem}", file=sys.stderr)
         return 2
     oracle = use_remote_code(parser, args)
     if oracle is None:  # one line, no usage text, no traceback
         return 2
-    options = Options(device=device, dtype=args.dtype, seed=args.seed, ddp=args.ddp, examples=args.examples, oracle=oracle)
+    options = Options(device=device, dtype=args.dtype, seed=args.seed, ddp=args.ddp, examples=args.examples, oracle=oracle,
+                      under_test=under_test, controls=args.controls)
+    if not args.quiet:
+        for name in args.target:
+            if name in default_targets():
+                _note(f"--target {name} is a built-in column of every report: shown first and in full, as a target under test")
 
     from parity.devices import make_deterministic
 
@@ -115,21 +150,36 @@ def report(parser: argparse.ArgumentParser, args: argparse.Namespace) -> int:
     results = run_report(
         targets, options, args.only, (lambda message: None) if args.quiet else _progress, ALL_SCENARIOS
     )
-    print(format_report(results, quiet=args.quiet))
-    if args.json:
-        with open(args.json, "w") as handle:
-            handle.write(as_json(results, options))
-    if args.markdown:
-        from parity.report.markdown import format_markdown
+    status = 0 if all(result.as_expected for result in results) else 1
+    emit(format_report(results, quiet=args.quiet, controls=args.controls))
+    writers = {"json": lambda: as_json(results, options), "markdown": lambda: _markdown(results, options),
+               "html": lambda: _html(results, options)}
+    for name in OUTPUTS:
+        if path := getattr(args, name):
+            write_atomically(path, writers[name]())
+            _note(f"wrote {path} ({name})")
+    return status
 
-        with open(args.markdown, "w") as handle:
-            handle.write(format_markdown(results, options))
-    if args.html:
-        from parity.report.html import format_html
 
-        with open(args.html, "w") as handle:
-            handle.write(format_html(results, options))
-    return 0 if all(result.as_expected for result in results) else 1
+def _markdown(results, options) -> str:
+    from parity.report.markdown import format_markdown
+
+    return format_markdown(results, options)
+
+
+def _html(results, options) -> str:
+    from parity.report.html import format_html
+
+    return format_html(results, options)
+
+
+def emit(text: str) -> None:
+    """Print the report; a reader that closed the pipe (``| head``) ends it quietly: the exit status
+    stays the verdict's."""
+    try:
+        print(text, flush=True)
+    except BrokenPipeError:
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())  # so the interpreter's last flush is silent
 
 
 def html_unavailable() -> str | None:
@@ -158,28 +208,77 @@ def bench(parser: argparse.ArgumentParser, args: argparse.Namespace) -> int:
 
 
 def ddp(parser: argparse.ArgumentParser, args: argparse.Namespace) -> int:
-    """Launch the two-rank cases as real processes and print rank 0's verdicts."""
+    """Launch the two-rank cases as real processes, a progress line per case, and print rank 0's
+    verdicts as the report prints its ``distributed`` scenario: the verdict line first, a failing
+    verdict in full; the JSON only with ``--json``."""
+    import json
+    import tempfile
+
+    from parity.report.model import Options, as_json
+    from parity.report.scenarios import distributed_result
+    from parity.report.text import format_report
     from parity.training.distributed import RankFailed, launch
 
     try:
         device = resolve_device(args.device)
         check_dtype_runs_on(args.dtype, device)
         check_ranks_fit(device, args.world_size)
-        get_target(args.target).load("trainer")
-    except (ValueError, UnknownTargetError, LookupError) as error:
+        check_at_least("--draw", args.draw, 0)
+        check_at_least("--draw-seed", args.draw_seed, 0)
+        if args.json:
+            check_output_path("--json", args.json)
+        target = get_target(args.target)
+        checked_interface(target, "trainer")
+    except (ValueError, TypeError, UnknownTargetError, LookupError) as error:
         parser.error(str(error))
-    arguments = ["--target", args.target, "--device", device, "--dtype", args.dtype, "--strict"]
-    if args.draw:
-        arguments += ["--draw", str(args.draw), "--draw-seed", str(args.draw_seed)]
+    with tempfile.TemporaryDirectory(prefix="parity-ddp-cli-") as workdir:
+        verdicts, progress = f"{workdir}/verdicts.json", f"{workdir}/progress"
+        arguments = ["--target", args.target, "--device", device, "--dtype", args.dtype, "--json", verdicts,
+                     "--progress", progress]
+        if args.draw:
+            arguments += ["--draw", str(args.draw), "--draw-seed", str(args.draw_seed)]
+        try:
+            follow(lambda: launch("parity.training.ddp_cases", arguments, args.world_size, timeout_s=args.timeout), progress,
+                   lambda line: _progress(f"ddp: {target.name}: {line}"))
+        except RankFailed as error:
+            print(f"{parser.prog}: {error}", file=sys.stderr)
+            return 1
+        with open(verdicts) as handle:
+            cases = json.load(handle)["cases"]
+    options = Options(device=device, dtype=args.dtype, under_test=(target.name,))
+    result = distributed_result([target], {target.name: cases}, options)
+    emit(format_report([result]))
     if args.json:
-        arguments += ["--json", args.json]
-    try:
-        outputs = launch("parity.training.ddp_cases", arguments, args.world_size, timeout_s=args.timeout)
-    except RankFailed as error:
-        print(f"{parser.prog}: {error}", file=sys.stderr)
-        return 1
-    print(outputs[0], end="")
-    return 0
+        write_atomically(args.json, as_json([result], options))
+        _note(f"wrote {args.json} (json)")
+    return 0 if result.as_expected else 1
+
+
+def follow(run, path: str, say, every_s: float = 0.2):
+    """``run()`` in a thread while the lines appended to ``path`` are passed to ``say``; its result."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    seen = 0
+
+    def new_lines() -> None:
+        nonlocal seen
+        if os.path.exists(path):
+            with open(path) as handle:
+                lines = handle.read().splitlines()
+            for line in lines[seen:]:
+                say(line)
+            seen = len(lines)
+
+    with ThreadPoolExecutor(1) as pool:
+        future = pool.submit(run)
+        while True:
+            try:
+                value = future.result(timeout=every_s)
+            except TimeoutError:
+                new_lines()
+                continue
+            new_lines()
+            return value
 
 
 REPORT_HELP = "side-by-side verdict: known bugs, impl (and any --target) and the oracle, per scenario"
@@ -192,11 +291,15 @@ COMMANDS = {
 
 
 def cli_parser() -> argparse.ArgumentParser:
-    """One parser; ``--help`` lists the subcommands, ``python -m parity CMD --help`` their options."""
+    """One parser; ``--help`` lists the subcommands and the report's options (the command that runs
+    without one), ``python -m parity CMD --help`` each command's."""
+    from importlib.metadata import version
+
     from parity.bench import add_bench_arguments
 
     parser = argparse.ArgumentParser(prog="python -m parity", description="the one-command parity verdict before a pull request",
-                                     epilog="without a command, `report` runs")
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--version", action="version", version=f"parity-harness {version('parity-harness')}")
     commands = parser.add_subparsers(dest="command", metavar="{" + ",".join(COMMANDS) + "}")
     for name, (run, help_text) in COMMANDS.items():
         sub = commands.add_parser(name, help=help_text, description=help_text, prog=f"python -m parity {name}")
@@ -213,12 +316,15 @@ def cli_parser() -> argparse.ArgumentParser:
     ddp_parser.add_argument("--draw", type=int, default=0, metavar="N", help="also N cases drawn from --draw-seed")
     ddp_parser.add_argument("--draw-seed", type=int, default=0, metavar="S", help="seed of the drawn cases (default: 0)")
     ddp_parser.add_argument("--json", metavar="PATH", help="also write rank 0's verdicts as JSON")
+    report_help = commands.choices["report"].format_help().split("\n\n", 2)[-1]  # after its usage and description
+    report_options = "\n".join(line for line in report_help.splitlines() if not line.lstrip().startswith("-h, --help"))
+    parser.epilog = f"without a command, `report` runs; its {report_options}\n"
     return parser
 
 
 def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else list(argv)
-    if not argv or (argv[0] not in COMMANDS and argv[0] not in ("-h", "--help")):
+    if not argv or (argv[0] not in COMMANDS and argv[0] not in ("-h", "--help", "--version")):
         argv = ["report", *argv]
     args = cli_parser().parse_args(argv)
     try:  # before any work, in one line (docs/install.md, Supported releases)

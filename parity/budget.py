@@ -39,11 +39,13 @@ from __future__ import annotations
 
 import math
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import torch
 
 REFERENCE_FACTOR = 2.0
+#: Values of each tensor a comparison keeps for the report's scatter plot.
+SAMPLED = 256
 FLOOR_ULPS = 4.0
 #: Relative error (to the tensor group's magnitude) above which a difference is a wrong quantity,
 #: not rounding: float32 rounding of these tiny models stays below 1e-5 relative (docs/budget.md).
@@ -79,10 +81,27 @@ class Comparison:
     lower_budget: float | None = None
     #: The precision whose rounding the floor allows (the working dtype, or the target's own if coarser).
     precision: str | None = None
+    #: The reference error of the references on the oracle's own trajectory alone, where ``reference_error``
+    #: also takes the one along the target's (perhaps diverging) trajectory; None when every reference
+    #: follows the oracle's. Its budget, :attr:`own_budget`, is what the report plots against.
+    own_reference_error: float | None = None
+    #: The least-squares factor of out on golden over the whole tensor (``<out, golden> / <golden, golden>``),
+    #: None for an all-zero golden: a wrong count scales a tensor, and this names by how much.
+    slope: float | None = None
+    #: Up to ``SAMPLED`` (golden, out) pairs of the tensor, evenly strided: the report's scatter of out on golden.
+    sample: tuple[tuple[float, float], ...] = field(default=(), repr=False, compare=False)
 
     @property
     def holds(self) -> bool:
         return self.error <= self.budget
+
+    @property
+    def own_budget(self) -> float:
+        """The budget a correct target gets at this step: the rule applied to the references on the
+        oracle's own trajectory only, so a diverging bug's inflated budget never makes it look healed."""
+        if self.own_reference_error is None:
+            return self.budget
+        return self.budget - REFERENCE_FACTOR * (self.reference_error - self.own_reference_error)
 
     @property
     def relative_error(self) -> float:
@@ -153,6 +172,7 @@ def compare_tensor(
     lower_refs: Sequence[torch.Tensor] = (),
     precision: torch.dtype | None = None,
     lower_precision: torch.dtype | None = None,
+    own_refs: int | None = None,
     **identity,
 ) -> Comparison:
     """``scale``: the magnitude of the tensor's group, for the floor (the tensor's own when larger).
@@ -162,7 +182,9 @@ def compare_tensor(
     ``lower_precision`` likewise for ``lower_refs`` (a loss the lower oracle upcasts).
 
     ``lower_refs``: the oracle in a lower dtype (float32 beside a float64 run), for the budget that
-    names a precision finding. ``identity``: ``step``, ``quantity``, ``tensor``, ``rank``.
+    names a precision finding. ``own_refs``: how many of ``refs``, first, follow the oracle's own
+    trajectory (the rest start from the target's parameters): their error is ``own_reference_error``.
+    ``identity``: ``step``, ``quantity``, ``tensor``, ``rank``.
     """
     if any(t.shape != golden.shape for t in (out, *refs, *lower_refs)):
         raise AssertionError(
@@ -184,7 +206,11 @@ def compare_tensor(
         lower_max = max((_error(r, golden64).max().item() if r.numel() else 0.0) for r in lower_refs)
         lower_dtype = str(lower).removeprefix("torch.")
         lower_budget = REFERENCE_FACTOR * lower_max + FLOOR_ULPS * torch.finfo(lower).eps * magnitude
+    own = None
+    if own_refs is not None and own_refs < len(refs) and ref_error.numel():
+        own = max(_error(r, golden64).max().item() for r in refs[:own_refs])
     extra = dict(
+        own_reference_error=own,
         magnitude=magnitude,
         lower_dtype=lower_dtype,
         lower_budget=lower_budget,
@@ -193,6 +219,12 @@ def compare_tensor(
     )
     if out_error.numel() == 0:
         return Comparison(name, 0.0, ref_max, floor, (), 0.0, 0.0, **extra)
+    stride = max(1, -(-golden64.numel() // SAMPLED))
+    extra["sample"] = tuple(zip(golden64.reshape(-1)[::stride].tolist(), out.detach().reshape(-1)[::stride].tolist(),
+                                strict=True))
+    energy = float((golden64 * golden64).sum())
+    if energy > 0 and torch.isfinite(out_error).all():
+        extra["slope"] = float((out.detach().to("cpu", torch.float64) * golden64).sum()) / energy
     flat = int(out_error.argmax())
     worst = tuple(int(i) for i in torch.unravel_index(torch.tensor(flat), out_error.shape)) if out_error.dim() else ()
     return Comparison(
@@ -216,6 +248,7 @@ def compare_states(
     names: Mapping[str, str] | None = None,
     precision: torch.dtype | None = None,
     lower_precision: torch.dtype | None = None,
+    own_refs: int | None = None,
     **identity,
 ) -> list[Comparison]:
     """Compare one group of same-keyed tensors; a key missing in one result only is a failure.
@@ -248,6 +281,7 @@ def compare_states(
                     lower_refs=[_zeros_if_none(ref[key], present, None) for ref in lower_refs],
                     precision=precision,
                     lower_precision=lower_precision,
+                    own_refs=own_refs,
                     **{"tensor": key, **identity},
                 )
             )

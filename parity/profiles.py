@@ -36,5 +36,24 @@ def default_profile() -> str:
     return os.environ.get("HYPOTHESIS_PROFILE", "ci" if os.environ.get("CI") else "dev")
 
 
+class UnknownProfile(ValueError):
+    """A profile name that no one registered: a usage error naming the known ones."""
+
+
+def check_profile(field: str, name: str) -> None:
+    """Raise :class:`UnknownProfile` unless ``name`` is a registered profile (a conftest's own too)."""
+    from hypothesis.errors import InvalidArgument
+
+    try:
+        settings.get_profile(name)
+    except InvalidArgument:
+        known = sorted(getattr(settings, "_profiles", PROFILES))
+        raise UnknownProfile(f"{field} {name!r} is not a Hypothesis profile; known profiles: {', '.join(known)}") from None
+
+
 def load_default_profile() -> None:
-    settings.load_profile(default_profile())
+    """The default profile (:func:`default_profile`), checked first so that a misspelt
+    ``$HYPOTHESIS_PROFILE`` is a usage error, not an INTERNALERROR."""
+    profile = default_profile()
+    check_profile("$HYPOTHESIS_PROFILE" if "HYPOTHESIS_PROFILE" in os.environ else "the default profile", profile)
+    settings.load_profile(profile)

@@ -59,21 +59,32 @@ def _property_cell(column: Column, prop, target: Target, options: Options) -> No
         column.figures[prop.name] = f"crashed: {type(error).__name__}: {first_line(error)}"
         column.failures[prop.name] = f"{type(error).__name__}: {error}"
         column.holds = False
+        column.diagnosis = column.diagnosis or f"{prop.name} could not run: {type(error).__name__}: {first_line(error, 80)}"
         return
     if found.found:
         column.figures[prop.name] = f"FAILS at example {found.examples_to_failure}: {first_line(found.message)}"
         column.failures[prop.name] = f"{found.message}\nFalsifying example: {found.counterexample}"
         column.holds = False
+        column.diagnosis = column.diagnosis or f"{prop.name}: {_diagnosis(found.message)}"
     elif found.crash:  # the target raised (docs/dataset.md, Crashes): a failure unless it is a known one
         known = is_known(found.crash_signature, target.known_crashes)
         column.figures[prop.name] = f"crashed{' (known)' if known else ''}: {first_line(found.crash)}"
         if not known:
             column.failures[prop.name] = f"{found.crash}\nFalsifying example: {found.crash_counterexample}"
             column.holds = False
+            column.diagnosis = column.diagnosis or f"{prop.name}: {first_line(found.crash, 100)}"
     else:
         column.figures[prop.name] = f"holds; note: {first_line(found.notes[0])}" if found.notes else "holds"
         if found.notes:
             column.notes[prop.name] = list(found.notes)
+
+
+def _diagnosis(message: str) -> str:
+    """A property's failure in one sentence: the diagnosis its verdict leads with (``kinds: diagnosis``
+    on the first line of a ``ParityFailure``), else the message's first line."""
+    first = str(message).strip().splitlines()[0] if str(message).strip() else ""
+    _kinds, colon, rest = first.partition(": ")
+    return rest if colon and rest else first_line(message, 100)
 
 
 #: Every scenario of ``python -m parity``, in the order the report shows them.

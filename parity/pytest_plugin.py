@@ -106,25 +106,37 @@ def pytest_configure(config: pytest.Config) -> None:
     wait_passively()  # a no-op where the conftests already asked (and too late only if one imported torch)
     for name, description in MARKERS.items():
         config.addinivalue_line("markers", f"{name}: {description}")
-    from parity.profiles import load_default_profile, register_profiles
+    from parity.profiles import UnknownProfile, check_profile, load_default_profile, register_profiles
 
     register_profiles()
-    # Before Hypothesis's own plugin, which loads ``--hypothesis-profile`` when one is given.
-    if config.getoption("hypothesis_profile", default=None) is None:
-        load_default_profile()
+    # Before Hypothesis's own plugin, which loads ``--hypothesis-profile`` when one is given (an unknown
+    # name would be its INTERNALERROR there): a usage error listing the known profiles instead.
+    named = config.getoption("hypothesis_profile", default=None)
+    try:
+        if named is not None:
+            check_profile("--hypothesis-profile", named)
+        else:
+            load_default_profile()
+    except UnknownProfile as error:
+        raise pytest.UsageError(str(error)) from None
     from parity.runner_safety import RunnerSafety, set_test_bound
 
     set_test_bound(config)  # before pytest-timeout reads its settings (docs/faults.md, Bounds)
     config.pluginmanager.register(RunnerSafety(), "parity-runner-safety")
 
     from parity.releases import UnsupportedRelease, check_supported
-    from parity.targets import UnknownTargetError, get_target
+    from parity.targets import UnknownTargetError, builtin_targets, get_target
+    from parity.usage import UsageError
 
     try:
         config.parity_target = get_target(config.getoption("parity_target") or "impl")
         for name in ("transformers", config.parity_target.requires):  # refused before any work (docs/install.md)
             check_supported(name)
-    except (UnknownTargetError, UnsupportedRelease) as error:
+        if config.parity_target.name not in builtin_targets() and not hasattr(config, "workerinput"):
+            from parity.preflight import preflight  # a target of yours, held to its interfaces once, before any test
+
+            preflight(config.parity_target)
+    except (UnknownTargetError, UnsupportedRelease, UsageError) as error:
         raise pytest.UsageError(str(error)) from None
     if config.getoption("--parity-strict-precision"):  # through the environment, so DDP ranks see it too
         from parity.compare import STRICT_PRECISION_ENV

@@ -28,6 +28,7 @@ import numpy as np
 import torch
 
 from parity.releases import install_command
+from parity.usage import UsageError
 
 ENTRY_POINT_GROUP = "parity.targets"
 Interface = Literal["dataset", "loss", "trainer"]
@@ -224,6 +225,62 @@ OPTIONAL_TARGETS: tuple[Target, ...] = (
         known_crashes=(MEGATRON_INDEX_CRASH,),
     ),
 )
+
+
+#: What each interface must be, in the words of its Protocol: checked where a target is selected,
+#: so a wrong object is one usage error, not a crash inside the first property that touches it.
+DATASET_MEMBERS = ("__len__", "__getitem__", "document_index", "shuffle_index")
+LOSS_MEMBERS = ("prepare_window", "window_count", "microbatch_loss", "loss_is_scaled_for_ga")
+
+
+class TargetContractError(UsageError, TypeError):
+    """A target's interface is not what its Protocol says (a usage error: the target, not the
+    harness and not the property, has to change)."""
+
+
+def _listed(names) -> str:
+    names = list(names)
+    return names[0] if len(names) == 1 else f"{', '.join(names[:-1])} and {names[-1]}"
+
+
+def checked_interface(target: Target, interface: Interface) -> Any:
+    """The interface object, loaded and checked against its Protocol; ``TargetContractError`` in
+    one line naming the target, the interface path and what it must be."""
+    path = getattr(target, interface)
+    try:
+        value = target.load(interface)
+    except LookupError:
+        raise
+    except Exception as error:  # an import error, a missing attribute, a malformed path
+        raise TargetContractError(
+            f"target {target.name!r}: its {interface} interface {path!r} cannot be loaded: {type(error).__name__}: {error}"
+        ) from None
+    where = f"target {target.name!r}: {interface}={path!r}"
+    if interface == "dataset" and not callable(value):
+        raise TargetContractError(f"{where}: a dataset target is a callable (documents, config) -> dataset, "
+                                  f"got {type(value).__name__}")
+    if interface == "loss" and (missing := [m for m in LOSS_MEMBERS if not hasattr(value, m)]):
+        raise TargetContractError(f"{where}: a loss target has {_listed(LOSS_MEMBERS)} (parity.targets.DiffusionLoss), "
+                                  f"got {type(value).__name__} without {_listed(missing)}")
+    if interface == "trainer":
+        from transformers import Trainer
+
+        if not (isinstance(value, type) and issubclass(value, Trainer)):
+            got = value.__name__ if isinstance(value, type) else type(value).__name__
+            raise TargetContractError(f"{where}: a trainer target is a transformers.Trainer subclass, got {got}")
+    return value
+
+
+def checked_dataset(value: Any, target: str = "the target") -> Any:
+    """What a dataset factory returned, if it is a dataset (``GPTDatasetLike``); else the one line
+    saying what a dataset target must return."""
+    missing = [m for m in DATASET_MEMBERS if not hasattr(value, m)]
+    if missing:
+        raise TargetContractError(
+            f"{target}: a dataset target returns a dataset with {_listed(DATASET_MEMBERS)} (parity.targets.GPTDatasetLike), "
+            f"got {type(value).__name__} without {_listed(missing)}"
+        )
+    return value
 
 
 class UnknownTargetError(LookupError):

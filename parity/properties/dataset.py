@@ -20,7 +20,7 @@ from oracle.gpt_dataset import OracleGPTDataset
 from parity.cases import DatasetCase
 from parity.crash import call_target
 from parity.dataset.compare import Hazard, aliasing_hazards, assert_samples_equal, last_sample_position
-from parity.targets import ConfigDeclined
+from parity.targets import ConfigDeclined, checked_dataset
 
 #: The index arrays every dataset target has, and the one only some have (held to the oracle too).
 INDEX_ARRAYS = ("document_index", "shuffle_index")
@@ -30,9 +30,10 @@ OPTIONAL_INDEX_ARRAYS = ("sample_index",)
 def make(factory, case: DatasetCase):
     """A fresh target instance; a declined config skips the example (docs/dataset.md, Declining)."""
     try:
-        return call_target("building the dataset", factory, list(case.documents), case.config)
+        dataset = call_target("building the dataset", factory, list(case.documents), case.config)
     except ConfigDeclined:
         reject()
+    return checked_dataset(dataset)
 
 
 def serve(dataset, idx):

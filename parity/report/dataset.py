@@ -27,6 +27,15 @@ def dataset_documents(seed: int) -> list:
     return [np.append(rng.integers(1, 64, size=length - 1), 0).astype(np.int64) for length in lengths]
 
 
+def dataset_config():
+    """Upstream's case: a valid split that keeps its last, padded sample (sequence length 32)."""
+    from parity.dataset_config import GPTDatasetConfig
+
+    return GPTDatasetConfig(
+        sequence_length=32, vocab_size=64, eod_id=0, split="valid", drop_last_partial_validation_sequence=False
+    )
+
+
 def dataset_scenario(targets: list[Target], options: Options, progress: Callable[[str], None]) -> ScenarioResult:
     """Upstream's case: a valid split keeps its padded last sample; a resumed run serves it first.
 
@@ -36,12 +45,9 @@ def dataset_scenario(targets: list[Target], options: Options, progress: Callable
     from oracle.gpt_dataset import OracleGPTDataset
     from parity.crash import TargetCrashed, call_target, is_known_crash
     from parity.dataset.compare import aliasing_hazards, last_sample_position
-    from parity.dataset_config import GPTDatasetConfig
 
     documents = dataset_documents(options.seed)
-    config = GPTDatasetConfig(
-        sequence_length=32, vocab_size=64, eod_id=0, split="valid", drop_last_partial_validation_sequence=False
-    )
+    config = dataset_config()
     result = ScenarioResult(
         "dataset-cache",
         "padded last sample served first: fresh run vs resumed run, every sample vs the oracle",
@@ -57,23 +63,40 @@ def dataset_scenario(targets: list[Target], options: Options, progress: Callable
             fresh = call_target("building the dataset", factory, documents, config)
             resumed = call_target("building the dataset", factory, documents, config)
             # The resumed run starts on the padded sample; then each index once, as a consumer sees it.
-            call_target("serving", resumed.__getitem__, last_sample_position(resumed))
+            served_first = last_sample_position(resumed)
+            call_target("serving", resumed.__getitem__, served_first)
             seen_fresh = [call_target(f"serving dataset[{k}]", fresh.__getitem__, k) for k in range(len(fresh))]
             seen_resumed = [call_target(f"serving dataset[{k}]", resumed.__getitem__, k) for k in range(len(fresh))]
         except TargetCrashed as crash:
             known = is_known_crash(crash, target.known_crashes)
             result.columns.append(
                 Column(target.name, target.expect, None, {**version, "crash": str(crash)}, crashed=str(crash),
-                       known_crash=known, failures={VERDICT_ROW: str(crash)})
+                       known_crash=known, failures={VERDICT_ROW: str(crash)}, diagnosis=str(crash).splitlines()[0])
             )
             continue
         hazards = aliasing_hazards(list(enumerate(seen_fresh)))
         seen_fresh = [{key: tensor.clone() for key, tensor in sample.items()} for sample in seen_fresh]
-        result.columns.append(_dataset_column(target, version, seen_fresh, seen_resumed, expected, hazards))
+        column = _dataset_column(target, version, seen_fresh, seen_resumed, expected, hazards)
+        column.served_first = served_first
+        result.columns.append(column)
     result.columns.append(
         oracle_column({"samples": len(oracle), "samples differing from the oracle": 0, "aliasing hazards": "none"})
     )
     return result
+
+
+def _diagnosis(differing: list[int], disagreements: list[int], against_oracle: dict, samples: int) -> str | None:
+    """The dataset verdict in one sentence: how many samples differ, and how the first does."""
+    if not differing and not disagreements:
+        return None  # a hazard alone: its finding says it
+    said = []
+    if differing:
+        first = differing[0]
+        how = f": dataset[{first}] {against_oracle[first]}" if first in against_oracle else ""
+        said.append(f"{len(differing)} of {samples} samples of a resumed run differ from the oracle{how}")
+    if disagreements:
+        said.append(f"a resumed run and a run from 0 disagree on {len(disagreements)} samples")
+    return "; ".join(said)
 
 
 def _dataset_column(target: Target, version: dict, seen_fresh: list, seen_resumed: list, expected: list, hazards) -> Column:
@@ -112,7 +135,8 @@ def _dataset_column(target: Target, version: dict, seen_fresh: list, seen_resume
         )))
     if target.promises_copies and hazards:
         findings.append(Finding("hazard", f"{target.name} promises copies, but: " + "; ".join(map(str, hazards))))
-    column = verdict_column(target, judge([], findings), figures)
+    column = verdict_column(target, judge([], findings, diagnosis=_diagnosis(differing, disagreements, against_oracle,
+                                                                           len(expected))), figures)
     if hazards and not target.promises_copies:
         column.notes["aliasing hazards"] = [str(hazard) for hazard in hazards]
     column.differences = differences

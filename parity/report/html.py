@@ -1,10 +1,13 @@
 """The report as one self-contained HTML page: the tables, every failure in full, and plots.
 
-Plots say at a glance what the tables say in numbers: for each training column, error over budget
-per tensor group at every step (log scale, the budget at 1, the first step out of budget marked,
-the oracle's own error over the same budget for scale); for each dataset column, which keys and
-positions of the served samples differed from the oracle. Images are inline PNGs (base64): the
-page fetches nothing. matplotlib is the ``[report]`` extra, imported only here.
+Plots show the bug, not just that there is one (docs/report.md, The page): for each training
+column the loss it logged against the oracle's per step, the error over the budget *of the oracle's
+own trajectory* per tensor group and step (so a diverging run never looks healed), and the worst
+gradient's out against golden with its fitted slope (0.5 is a loss halved); for each dataset column
+that differs, only the keys that differ, the sample served first marked; one bar per distributed
+case. The page opens on the verdict, linking every unexpected verdict, whose failures are open.
+Images are inline PNGs (base64): the page fetches nothing. matplotlib is the ``[report]`` extra,
+imported only here.
 """
 
 from __future__ import annotations
@@ -21,6 +24,8 @@ GROUPS = ("loss", "grad", "param")
 ZERO_RATIO = 1e-4
 
 STYLE = """
+ul.unexpected { color: #b00020; }
+figcaption { font-size: 0.85em; max-width: 60em; }
 body { font-family: system-ui, sans-serif; margin: 2em; color: #222; }
 table { border-collapse: collapse; margin: 0.5em 0 1em; font-size: 0.9em; }
 th, td { border: 1px solid #ccc; padding: 0.25em 0.5em; text-align: left; vertical-align: top; }
@@ -40,16 +45,22 @@ def _png(figure) -> str:
     return base64.b64encode(buffer.getvalue()).decode("ascii")
 
 
-def group_ratios(comparisons: list) -> dict[str, dict[int, float]]:
-    """Per tensor group (and ``oracle``: the oracle's own error over the same budgets), step -> the
-    worst error / budget of that step. What the budget plot draws."""
-    stepped = [c for c in comparisons if c.step is not None]
+def step_ratios(comparisons: list) -> dict[str, dict[int, float]]:
+    """Per tensor group, step -> the worst error over the budget *of the oracle's own trajectory* at
+    that step (``Comparison.own_budget``: what a correct target gets there; the verdict's budget
+    also allows for the target's own trajectory, which a diverging bug inflates); and ``oracle``:
+    the oracle's own error over the same budgets. What the budget panel draws."""
     ratios: dict[str, dict[int, float]] = {}
-    for c in stepped:
+    for c in comparisons:
+        if c.step is None:
+            continue
+        budget = c.own_budget
+        ratio = c.error / budget if budget > 0 else (0.0 if c.error == 0 else float("inf"))
+        reference = c.reference_error if c.own_reference_error is None else c.own_reference_error
+        own = reference / budget if budget > 0 else 0.0
         if c.quantity in GROUPS:
             group = ratios.setdefault(c.quantity, {})
-            group[c.step] = max(group.get(c.step, 0.0), c.ratio)
-        own = c.reference_error / c.budget if c.budget > 0 else 0.0
+            group[c.step] = max(group.get(c.step, 0.0), ratio)
         ratios.setdefault("oracle", {})[c.step] = max(ratios.get("oracle", {}).get(c.step, 0.0), own)
     return {name: dict(sorted(by_step.items())) for name, by_step in ratios.items()}
 
@@ -63,76 +74,152 @@ def first_out_of_budget(comparisons: list):
     return max((c for c in failing if c.step == first), key=lambda c: c.ratio)
 
 
-def budget_plot(scenario: str, column: Column) -> str:
-    """Error / budget per tensor group over the steps, the oracle's own beside it; a base64 PNG."""
-    from matplotlib.figure import Figure
+def worst_gradient(comparisons: list):
+    """The gradient (else any tensor) furthest outside its budget, with its sampled values, or None."""
+    sampled = [c for c in comparisons if len(c.sample) > 1]
+    grads = [c for c in sampled if c.quantity == "grad"] or sampled
+    return max(grads, key=lambda c: c.ratio, default=None)
 
-    figure = Figure(figsize=(7.6, 3.4))
-    figure.subplots_adjust(left=0.1, right=0.7, top=0.9, bottom=0.15)  # fixed margins: the legend sits right
-    axes = figure.add_subplot()
-    ratios = group_ratios(column.comparisons)
-    steps = sorted(ratios.get("oracle", {}))
+
+def _loss_panel(axes, column: Column) -> None:
+    """The loss the target logged per step against the oracle's (the golden) on the same draws."""
+    losses = sorted((c for c in column.comparisons if c.quantity == "loss" and c.step is not None), key=lambda c: c.step)
+    steps = [c.step for c in losses]
+    axes.plot(steps, [c.golden_value for c in losses], color="black", marker="s", label="oracle (float64)")
+    axes.plot(steps, [c.out_value for c in losses], color="tab:red" if not column.as_expected or not column.holds
+              else "tab:blue", marker="o", linestyle="--", label=column.name)
+    axes.set_xticks(steps)
+    axes.set_xlabel("optimizer step")
+    axes.set_ylabel("loss")
+    axes.set_title("loss per step", fontsize=9)
+    axes.legend(fontsize=7)
+
+
+def _budget_panel(axes, column: Column) -> None:
+    """Error over the oracle's-trajectory budget per tensor group and step, log scale, budget at 1."""
+    ratios = step_ratios(column.comparisons)
     for group in GROUPS:
         if group in ratios:
             by_step = ratios[group]
-            axes.plot(list(by_step), [max(r, ZERO_RATIO) for r in by_step.values()], marker="o",
-                      label=f"{group} (worst tensor)")
-    if steps:
-        axes.plot(steps, [max(r, ZERO_RATIO) for r in ratios["oracle"].values()], color="grey", linestyle=":",
-                  marker=".", label="oracle's own error / budget")
-    after = [c for c in column.comparisons if c.step is None]  # evaluation losses, after the last step
-    if after:
-        x = (steps[-1] + 1) if steps else 0
-        axes.plot([x] * len(after), [max(c.ratio, ZERO_RATIO) for c in after], "s", color="purple",
-                  label="evaluation losses")
-        axes.set_xticks([*steps, x], [*map(str, steps), "eval"])
-    elif steps:
-        axes.set_xticks(steps)
+            axes.plot(list(by_step), [max(r, ZERO_RATIO) for r in by_step.values()], marker="o", label=group)
+    if "oracle" in ratios:
+        axes.plot(list(ratios["oracle"]), [max(r, ZERO_RATIO) for r in ratios["oracle"].values()], color="grey",
+                  linestyle=":", marker=".", label="oracle's own")
     axes.axhline(1.0, color="red", linestyle="--", label="budget")
     first = first_out_of_budget(column.comparisons)
     if first is not None:
         axes.axvline(first.step, color="red", alpha=0.3, linewidth=6, zorder=0)
-        axes.annotate(f"first out of budget: step {first.step} ({first.quantity})", (first.step, 1.0),
-                      xytext=(5, 8), textcoords="offset points", color="red", fontsize=8)
+        axes.annotate(f"first out: step {first.step}", (first.step, 1.0), xytext=(4, 6), textcoords="offset points",
+                      color="red", fontsize=7)
+    axes.set_xticks(sorted(ratios.get("oracle", {})))
     axes.set_yscale("log")
     axes.set_xlabel("optimizer step")
     axes.set_ylabel("max |out - golden| / budget")
-    axes.set_title(f"{scenario}: {column.name}: {column.verdict}", fontsize=10)
-    axes.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.01, 1.0))
+    axes.set_title("error / budget of the oracle's trajectory", fontsize=9)
+    axes.legend(fontsize=6)
+
+
+def _scatter_panel(axes, comparison) -> None:
+    """out against golden over the worst tensor's sampled values, the diagonal and the fitted slope."""
+    golden, out = zip(*comparison.sample, strict=True)
+    axes.scatter(golden, out, s=6, alpha=0.6, color="tab:red" if not comparison.holds else "tab:blue")
+    low, high = min(golden), max(golden)
+    axes.plot([low, high], [low, high], color="grey", linestyle=":", label="out = golden")
+    if comparison.slope is not None:
+        axes.plot([low, high], [comparison.slope * low, comparison.slope * high], color="black",
+                  label=f"fit: out = {comparison.slope:.3f} x golden")
+    axes.set_xlabel("golden (float64)")
+    axes.set_ylabel("out")
+    axes.set_title(_short(comparison.name), fontsize=8)
+    axes.legend(fontsize=7)
+
+
+def _short(name: str, width: int = 48) -> str:
+    return name if len(name) <= width else "..." + name[-(width - 3):]
+
+
+def run_plot(scenario: str, column: Column) -> str:
+    """A training column in one figure: the loss per step against the oracle's (runs of several
+    steps), error over budget per step, and the worst gradient's out-vs-golden scatter; a base64 PNG."""
+    from matplotlib.figure import Figure
+
+    steps = {c.step for c in column.comparisons if c.step is not None}
+    worst = worst_gradient(column.comparisons)
+    panels = [*([_loss_panel] if len(steps) > 1 else []), _budget_panel, *([_scatter_panel] if worst else [])]
+    figure = Figure(figsize=(3.9 * len(panels), 3.3))
+    figure.subplots_adjust(left=0.08, right=0.98, top=0.82, bottom=0.16, wspace=0.35)
+    for number, panel in enumerate(panels):
+        axes = figure.add_subplot(1, len(panels), number + 1)
+        panel(axes, worst if panel is _scatter_panel else column)
+    figure.suptitle(f"{scenario}: {column.name}: {column.verdict}", fontsize=10)
     return _png(figure)
 
 
 def differences_plot(scenario: str, column: Column) -> str:
-    """Per key, the samples x positions where the served sample differed from the oracle's; a base64 PNG."""
+    """The keys whose served samples differ from the oracle's, samples x positions, the sample a
+    resumed run served first marked; a base64 PNG."""
     from matplotlib.colors import ListedColormap
     from matplotlib.figure import Figure
 
-    keys = sorted(column.differences)
-    figure = Figure(figsize=(2.2 * len(keys), 2.8))
-    figure.subplots_adjust(left=0.06, right=0.98, top=0.78, bottom=0.17, wspace=0.35)
+    keys = differing_keys(column)
+    figure = Figure(figsize=(max(5.5, 3.2 * len(keys)), 2.9))
+    figure.subplots_adjust(left=0.1, right=0.97, top=0.78, bottom=0.17, wspace=0.35)
     for number, key in enumerate(keys):
         grid = column.differences[key].reshape(column.differences[key].shape[0], -1)
         axes = figure.add_subplot(1, len(keys), number + 1)
         axes.imshow(grid, cmap=ListedColormap(["#f2f2f2", "#d62728"]), vmin=0, vmax=1, aspect="auto",
                     interpolation="nearest")
-        axes.set_title(f"{key}: {int(grid.sum())} differ", fontsize=8)
+        if column.served_first is not None and 0 <= column.served_first < grid.shape[0]:
+            axes.axhline(column.served_first, color="black", linewidth=1.5, linestyle="--")
+            axes.annotate("served first", (grid.shape[1] - 1, column.served_first), xytext=(0, -9),
+                          textcoords="offset points", ha="right", fontsize=7)
+        axes.set_title(f"{key}: {int(grid.sum())} positions differ", fontsize=8)
         axes.set_xlabel("position" if column.differences[key].ndim == 2 else "element (flattened)", fontsize=7)
-        if number == 0:
-            axes.set_ylabel("dataset[k]", fontsize=7)
+        axes.set_ylabel("dataset[k]", fontsize=7)
         axes.tick_params(labelsize=6)
-    figure.suptitle(f"{scenario}: {column.name}: positions differing from the oracle (red)", fontsize=9)
+    figure.suptitle(f"{column.name}: positions differing from the oracle (red)", fontsize=9)
+    return _png(figure)
+
+
+def differing_keys(column: Column) -> list[str]:
+    """The sample keys where some served sample differs from the oracle's: the only ones drawn."""
+    return sorted(key for key, grid in column.differences.items() if grid.any())
+
+
+def cases_plot(result: ScenarioResult) -> str:
+    """The distributed cases: per case, each column's worst error over budget (log), the budget at 1."""
+    from matplotlib.figure import Figure
+
+    cases = list(dict.fromkeys(case for column in result.columns for case in column.figures))
+    figure = Figure(figsize=(max(5.0, 1.6 * len(cases) * max(1, len(result.columns))), 3.2))
+    figure.subplots_adjust(left=0.1, right=0.98, top=0.85, bottom=0.25)
+    axes = figure.add_subplot()
+    width = 0.8 / max(1, len(result.columns))
+    for k, column in enumerate(result.columns):
+        ratios = [max(column.worst_ratios.get(case, ZERO_RATIO), ZERO_RATIO) for case in cases]
+        axes.bar([i + k * width for i in range(len(cases))], ratios, width, label=column.name)
+    axes.axhline(1.0, color="red", linestyle="--", label="budget")
+    axes.set_xticks([i + width * (len(result.columns) - 1) / 2 for i in range(len(cases))], cases, fontsize=7)
+    axes.set_yscale("log")
+    axes.set_ylabel("worst error / budget")
+    axes.set_title(f"{result.name}: one bar per case and column", fontsize=9)
+    axes.legend(fontsize=7)
     return _png(figure)
 
 
 def _plots(result: ScenarioResult) -> list[tuple[str, str]]:
-    """(caption, base64 PNG) for every column with per-step comparisons or a dataset comparison."""
+    """(caption, base64 PNG): a figure per training column, per dataset column that differs, and one
+    for the distributed cases."""
     plots = []
+    if result.name == "distributed" and any(c.worst_ratios for c in result.columns):
+        plots.append(("worst error / budget of each two-rank case", cases_plot(result)))
     for column in result.columns:
         if column.comparisons:
-            plots.append((f"{column.name}: error / budget per tensor group and step", budget_plot(result.name, column)))
-        elif column.differences:
-            plots.append((f"{column.name}: where served samples differ from the oracle",
-                          differences_plot(result.name, column)))
+            worst = worst_gradient(column.comparisons)
+            fit = f"; {worst.name}: fitted out = {worst.slope:.3f} x golden" if worst and worst.slope is not None else ""
+            plots.append((f"{column.name}: {column.diagnosis or column.verdict}{fit}", run_plot(result.name, column)))
+        elif differing_keys(column):
+            plots.append((f"{column.name}: {column.diagnosis or column.verdict}", differences_plot(result.name, column)))
     return plots
 
 
@@ -142,10 +229,15 @@ def _verdict_class(column: Column) -> str:
     return "ok" if column.holds or column.expect == "reference" else "caught"
 
 
+def section_id(result: ScenarioResult, column: Column | None = None) -> str:
+    """The anchor of a scenario, or of one column's failures in it: what the verdict links to."""
+    return result.name if column is None else f"{result.name}--{column.name}".replace(":", "-")
+
+
 def format_scenario(result: ScenarioResult) -> str:
     esc = html.escape
     if not result.columns:  # a scenario that did not run: its title says why
-        return f'<h2 id="{esc(result.name)}">{esc(result.name)}: {esc(result.title)}</h2>'
+        return f'<h2 id="{esc(section_id(result))}">{esc(result.name)}: {esc(result.title)}</h2>'
     header, body = table(result)
     rows = ["<tr>" + "".join(f"<th>{esc(cell)}</th>" for cell in header) + "</tr>"]
     for row in body[:-1]:
@@ -154,7 +246,7 @@ def format_scenario(result: ScenarioResult) -> str:
     rows.append(f"<tr><th>{esc(body[-1][0])}</th>"
                 + "".join(f'<td class="{_verdict_class(c)}">{esc(cell)}</td>' for c, cell in verdicts) + "</tr>")
     parts = [
-        f'<h2 id="{esc(result.name)}">{esc(result.name)}: {esc(result.title)}</h2>',
+        f'<h2 id="{esc(section_id(result))}">{esc(result.name)}: {esc(result.title)}</h2>',
         f'<p class="budget">budget: {esc(result.budget)}</p>',
         "<table>", *rows, "</table>",
     ]
@@ -162,25 +254,41 @@ def format_scenario(result: ScenarioResult) -> str:
         f'<figure><img src="data:image/png;base64,{png}" alt="{esc(caption)}"><figcaption>{esc(caption)}</figcaption></figure>'
         for caption, png in _plots(result)
     ]
-    parts += [
-        f"<details><summary>[{e.number}] {esc(e.heading)}</summary><pre>{esc(e.text)}</pre></details>"
-        for e in entries(result)
-    ]
+    anchored: set[str] = set()
+    for e in entries(result):
+        # An unexpected failure opens on arrival, and the first of its column is what the verdict links to.
+        opened = " open" if e.is_failure and not e.column.as_expected else ""
+        anchor = section_id(result, e.column)
+        anchor_attr = ""
+        if opened and anchor not in anchored:
+            anchor_attr = f' id="{esc(anchor)}"'
+            anchored.add(anchor)
+        parts.append(f"<details{anchor_attr}{opened}><summary>[{e.number}] {esc(e.heading)}</summary><pre>{esc(e.text)}</pre>"
+                     "</details>")
     return "\n".join(parts)
 
 
 def format_html(results: list[ScenarioResult], options: Options) -> str:
+    """The verdict first, a link and the diagnosis for every unexpected verdict, then each scenario."""
+    from parity.report.model import unexpected
+
     ok = all(result.as_expected for result in results)
-    verdict = html.escape(verdict_line(results))
+    esc = html.escape
+    links = [
+        f'<li><a href="#{esc(section_id(r, c) if c.failures else section_id(r))}">{esc(c.name)}, {esc(r.name)}</a>: '
+        f"{esc(c.diagnosis or c.error or c.verdict)}</li>"
+        for r, c in unexpected(results)
+    ]
     return "\n".join([
         "<!DOCTYPE html>",
         '<html lang="en"><head><meta charset="utf-8"><title>parity report</title>',
         f"<style>{STYLE}</style></head><body>",
-        f'<h1 class="{"ok" if ok else "unexpected"}">{verdict}</h1>',
-        f"<p><code>python -m parity</code> on {html.escape(options.device)}, {html.escape(options.dtype)}, "
-        f"seed {options.seed}. <code>[n]</code> marks a cell whose failure or note is written out in full under "
-        "the table.</p>",
-        *([f"<pre>{html.escape(chr(10).join(options.oracle))}</pre>"] if options.oracle else []),
+        f'<h1 class="{"ok" if ok else "unexpected"}">{esc(verdict_line(results))}</h1>',
+        *(["<ul class=\"unexpected\">", *links, "</ul>"] if links else []),
+        f"<p><code>python -m parity</code> on {esc(options.device)}, {esc(options.dtype)}, "
+        f"seed {options.seed}. The targets under test come first; <code>[n]</code> marks a cell whose failure or notes "
+        "are written out in full under the table.</p>",
+        *([f"<pre>{esc(chr(10).join(options.oracle))}</pre>"] if options.oracle else []),
         *(format_scenario(result) for result in results),
         "</body></html>",
         "",

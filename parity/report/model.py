@@ -28,6 +28,11 @@ class Options:
     #: The oracle model's provenance when it is NVIDIA's remote code: its commit and each file's sha256
     #: (``oracle.remote_source.RemoteCodeSource.describe``); empty for the built-in model.
     oracle: tuple[str, ...] = ()
+    #: The targets under test, in the order named (``--target``; ``impl`` when none is): their columns
+    #: come first and in full; every other column is a control, summarised in a line unless unexpected.
+    under_test: tuple[str, ...] = ("impl",)
+    #: Show the controls in full in the terminal too (``--controls``); the files always hold them.
+    controls: bool = False
 
 
 @dataclass
@@ -51,6 +56,14 @@ class Column:
     comparisons: list = field(default_factory=list, repr=False)
     #: Dataset columns: key -> (samples x positions) booleans, where a served sample differed from the oracle's.
     differences: dict[str, Any] = field(default_factory=dict, repr=False)
+    #: Distributed columns: case -> its worst error over budget (the cases' plot).
+    worst_ratios: dict[str, float] = field(default_factory=dict, repr=False)
+    #: Dataset columns: the index a resumed run served first (the padded sample whose mask the cache keeps).
+    served_first: int | None = None
+    #: What is wrong, in one sentence (``parity.compare.Verdict.diagnosis``); None when it holds.
+    diagnosis: str | None = None
+    #: A built-in column beside the targets under test (impl, a known bug): summarised unless unexpected.
+    control: bool = False
 
     @property
     def as_expected(self) -> bool:
@@ -96,7 +109,7 @@ def verdict_column(target, verdict, figures: dict[str, Any]) -> Column:
     return Column(
         target.name, target.expect, verdict.holds, figures,
         failures={} if verdict.holds else {VERDICT_ROW: str(ParityFailure(verdict))},
-        notes={VERDICT_ROW: notes} if notes else {}, comparisons=verdict.comparisons,
+        notes={VERDICT_ROW: notes} if notes else {}, comparisons=verdict.comparisons, diagnosis=verdict.diagnosis,
     )
 
 
@@ -107,32 +120,42 @@ def oracle_column(figures: dict[str, Any]) -> Column:
 
 @dataclass(frozen=True)
 class Entry:
-    """A failure or a note under a table, numbered; its cell carries ``[number]``."""
+    """A failure, or a cell's notes, under a table, numbered; its cell carries ``[number]``."""
 
     number: int
     column: Column
     row: str
     text: str
     is_failure: bool
+    #: How many notes the text holds (one per line group); 1 for a failure.
+    count: int = 1
 
     @property
     def heading(self) -> str:
-        """``known-bug:local-mean, diffusion/window-parity: failure (caught)``."""
+        """``known-bug:local-mean, diffusion/window-parity: failure (caught)``, or ``impl: 20 notes``."""
         where = self.column.name if self.row == VERDICT_ROW else f"{self.column.name}, {self.row}"
         if not self.is_failure:
-            return f"{where}: note"
+            return f"{where}: {self.count} note{'s' if self.count > 1 else ''}"
         return f"{where}: failure ({'caught' if self.column.as_expected else 'UNEXPECTED'})"
 
 
-def entries(result: ScenarioResult) -> list[Entry]:
-    """Every failure and note of the scenario, column by column, in row order, numbered from 1."""
+def shown_columns(result: ScenarioResult, controls: bool = True) -> list[Column]:
+    """The columns a rendering shows in full: every one with ``controls``; else the targets under
+    test, the oracle, and any control whose verdict is unexpected."""
+    return [c for c in result.columns if controls or not c.control or not c.as_expected]
+
+
+def entries(result: ScenarioResult, columns: list[Column] | None = None) -> list[Entry]:
+    """Every failure, and each cell's notes together, of the scenario (of ``columns``, default all),
+    column by column, in row order, numbered from 1."""
     found = []
-    for column in result.columns:
+    for column in result.columns if columns is None else columns:
         rows = [*column.figures, VERDICT_ROW]
         for row in rows:
             if row in column.failures:
                 found.append((column, row, column.failures[row], True))
-            found += [(column, row, note, False) for note in column.notes.get(row, ())]
+            if notes := column.notes.get(row):
+                found.append((column, row, "\n".join(notes), False, len(notes)))
     return [Entry(number, *entry) for number, entry in enumerate(found, start=1)]
 
 
@@ -144,37 +167,70 @@ def fmt(value: Any) -> str:
     return str(value)
 
 
-def table(result: ScenarioResult) -> tuple[list[str], list[list[str]]]:
-    """Header and rows: a row per figure, then the verdict; a cell with failures or notes ends in ``[n]``."""
+def table(result: ScenarioResult, columns: list[Column] | None = None) -> tuple[list[str], list[list[str]]]:
+    """Header and rows: a row per figure, then the verdict; a cell with failures or notes ends in ``[n]``.
+    ``columns``: the columns shown (default all), numbered as :func:`entries` numbers them."""
+    columns = result.columns if columns is None else columns
     marks: dict[tuple[str, str], list[str]] = {}
-    for entry in entries(result):
+    for entry in entries(result, columns):
         marks.setdefault((entry.column.name, entry.row), []).append(f"[{entry.number}]")
 
     def cell(column: Column, row: str, text: str) -> str:
         return " ".join([text, *marks.get((column.name, row), [])])
 
-    rows = list(dict.fromkeys(key for column in result.columns for key in column.figures))
-    body = [[row, *(cell(c, row, fmt(c.figures.get(row))) for c in result.columns)] for row in rows]
-    body.append([VERDICT_ROW, *(cell(c, VERDICT_ROW, c.verdict) for c in result.columns)])
-    return ["", *(c.name for c in result.columns)], body
+    rows = list(dict.fromkeys(key for column in columns for key in column.figures))
+    body = [[row, *(cell(c, row, fmt(c.figures.get(row))) for c in columns)] for row in rows]
+    body.append([VERDICT_ROW, *(cell(c, VERDICT_ROW, c.verdict) for c in columns)])
+    return ["", *(c.name for c in columns)], body
 
 
-def unexpected(results: list[ScenarioResult]) -> list[str]:
-    """``scenario/column`` of every verdict that is not what its target expects."""
-    return [f"{r.name}/{c.name}" for r in results for c in r.columns if not c.as_expected]
+def unexpected(results: list[ScenarioResult]) -> list[tuple[ScenarioResult, Column]]:
+    """Every (scenario, column) whose verdict is not what its target expects: the targets under test
+    first, then the controls, each in scenario order."""
+    wrong = [(r, c) for r in results for c in r.columns if not c.as_expected]
+    return sorted(wrong, key=lambda pair: pair[1].control)
 
 
 def verdict_line(results: list[ScenarioResult]) -> str:
-    """The overall verdict, one line: what the exit status says."""
+    """The overall verdict, one line: what the exit status says; where it is unexpected, by column
+    (the targets under test first), each with the scenarios it is unexpected in."""
     wrong = unexpected(results)
     if not wrong:
-        return "parity: every impl column holds and every known bug is caught"
-    return f"parity: UNEXPECTED verdicts in {', '.join(wrong)}"
+        named = list(dict.fromkeys(c.name for r in results for c in r.columns if not c.control and c.expect != "reference"))
+        controls = any(c.control for r in results for c in r.columns)
+        if named in ([], ["impl"]) and controls:
+            return "parity: every impl column holds and every known bug is caught"
+        says = ", ".join(f"{name} {'holds' if _expects_pass(results, name) else 'is caught'}" for name in named)
+        return f"parity: {says}" + ("; the controls are as expected (impl holds, every known bug is caught)" if controls else "")
+    by_column: dict[str, list[str]] = {}
+    for result, column in wrong:
+        by_column.setdefault(column.name, []).append(result.name)
+    return "parity: UNEXPECTED verdicts in " + "; ".join(f"{name} ({', '.join(where)})" for name, where in by_column.items())
+
+
+def _expects_pass(results: list[ScenarioResult], name: str) -> bool:
+    return next(c.expect for r in results for c in r.columns if c.name == name) == "pass"
+
+
+def diagnoses(results: list[ScenarioResult]) -> list[str]:
+    """``column, scenario: what is wrong`` for every unexpected verdict that has a diagnosis (a column
+    expected to fail that holds says so instead): what the first screen shows under the verdict."""
+    lines = []
+    for result, column in unexpected(results):
+        if column.error is not None:
+            what = column.error
+        elif column.holds and column.expect == "fail":
+            what = "holds, but this target is expected to fail: the properties no longer catch it"
+        else:
+            what = column.diagnosis or "see its failure below"
+        lines.append(f"{column.name}, {result.name}: {what}")
+    return lines
 
 
 def as_json(results: list[ScenarioResult], options: Options) -> str:
     """The verdicts, figures and failures (the comparisons behind the plots stay out)."""
-    plain = ("name", "expect", "holds", "figures", "error", "crashed", "known_crash", "failures", "notes")
+    plain = ("name", "expect", "holds", "figures", "error", "crashed", "known_crash", "failures", "notes", "diagnosis",
+             "control")
     return json.dumps(
         {
             "options": asdict(options),

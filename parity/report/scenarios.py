@@ -100,7 +100,7 @@ def training_scenario(targets: list[Target], options: Options, progress: Callabl
             "logged losses": [round(s.loss.item(), 6) for s in record.steps],
         }
         figures |= _training_figures(verdict.comparisons, record.eval_loss)
-        figures["kinds"] = ", ".join(verdict.kinds) or "-"
+        figures["kinds"] = ", ".join(verdict.failure_kinds) or "-"  # the kinds that decide it; notes are counted
         result.columns.append(verdict_column(target, verdict, figures))
     return result
 
@@ -130,12 +130,7 @@ def distributed_scenario(targets: list[Target], options: Options, progress: Call
     """The two-rank cases, each rank a real process (Gloo on CPU, NCCL on two GPUs)."""
     from parity.training.distributed import launch
 
-    result = ScenarioResult(
-        "distributed",
-        f"two ranks over {'NCCL' if options.device == 'cuda' else 'Gloo'}: unequal counts, one rank empty, "
-        "all empty, rank-local normalisation",
-        "per tensor on every rank (docs/budget.md); cell = verdict (worst error/budget) and failing kinds",
-    )
+    verdicts = {}
     for target in targets:
         progress(f"distributed: {target.name} (two processes)")
         with tempfile.TemporaryDirectory(prefix="parity-report-ddp-") as workdir:
@@ -143,21 +138,38 @@ def distributed_scenario(targets: list[Target], options: Options, progress: Call
             arguments = ["--target", target.name, "--device", options.device, "--dtype", options.dtype, "--json", path]
             launch("parity.training.ddp_cases", arguments, 2, timeout_s=600)
             with open(path) as handle:
-                cases = json.load(handle)["cases"]
-        result.columns.append(distributed_column(target, cases))
+                verdicts[target.name] = json.load(handle)["cases"]
+    return distributed_result(targets, verdicts, options)
+
+
+def distributed_result(targets: list[Target], verdicts: dict[str, dict], options: Options) -> ScenarioResult:
+    """The ``distributed`` scenario from ``parity.training.ddp_cases``'s verdicts, per target name (the
+    report's scenario, and ``python -m parity ddp``)."""
+    result = ScenarioResult(
+        "distributed",
+        f"two ranks over {'NCCL' if options.device == 'cuda' else 'Gloo'}: unequal counts, one rank empty, "
+        "all empty, rank-local normalisation",
+        "per tensor on every rank (docs/budget.md); cell = verdict (worst error/budget) and failing kinds",
+    )
+    result.columns = [distributed_column(target, verdicts[target.name]) for target in targets]
     return result
 
 
 def distributed_column(target: Target, cases: dict[str, dict]) -> Column:
     """A column from ``parity.training.ddp_cases``'s verdicts: a cell per case, a failure per failing case
-    (its kinds, then the verdict's own description)."""
+    (its kinds and diagnosis, then the verdict's own description)."""
     figures = {
         name: f"holds ({v['worst_ratio']:.3g})" if v["holds"] else f"FAILS: {', '.join(v['kinds'])} ({v['worst_ratio']:.3g})"
         for name, v in cases.items()
     }
-    failures = {name: f"{', '.join(v['kinds'])}:\n{v['worst']}" for name, v in cases.items() if not v["holds"]}
+    failures = {
+        name: f"{', '.join(v['kinds'])}:{' ' + v['diagnosis'] if v.get('diagnosis') else ''}\n{v['worst']}"
+        for name, v in cases.items() if not v["holds"]
+    }
     notes = {name: v["notes"] for name, v in cases.items() if v["notes"]}
-    return Column(target.name, target.expect, not failures, figures, failures=failures, notes=notes)
+    diagnosis = next((f"{name}: {v['diagnosis']}" for name, v in cases.items() if not v["holds"] and v.get("diagnosis")), None)
+    return Column(target.name, target.expect, not failures, figures, failures=failures, notes=notes, diagnosis=diagnosis,
+                  worst_ratios={name: v["worst_ratio"] for name, v in cases.items()})
 
 
 def first_line(message, width: int = 40) -> str:
@@ -202,7 +214,13 @@ def run_report(
     """Every scenario some target provides the interface for; ``distributed`` only with ``--ddp``.
 
     ``scenarios``: this wing's own by default; the CLI adds the property table's
-    (parity/property_scenario.py), which this wing may not import (docs/design.md, Layout)."""
+    (parity/property_scenario.py), which this wing may not import (docs/design.md, Layout).
+
+    The targets under test (``options.under_test``) run first and lead every table; the others are
+    the controls (impl beside a target of yours, the known bugs), marked so that the renderings can
+    summarise them."""
+    order = {name: k for k, name in enumerate(options.under_test)}
+    targets = sorted(targets, key=lambda t: order.get(t.name, len(order)))
     results = []
     for scenario in scenarios.values():
         if only and scenario.name not in only:
@@ -223,5 +241,7 @@ def run_report(
                        failures={VERDICT_ROW: f"{type(error).__name__}: {error}"})
             )
         if result is not None and result.columns:
+            for column in result.columns:
+                column.control = column.expect != "reference" and column.name not in order
             results.append(result)
     return results

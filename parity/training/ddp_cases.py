@@ -31,6 +31,7 @@ from parity.targets import get_target, load_attribute
 from parity.training.distributed import init_process_group
 from parity.training.run import TrainerRecord, eps_declined, run_trainer
 from parity.training.verdict import trainer_verdict
+from parity.usage import write_atomically
 
 _BASE = TrainerCase(examples_per_rank=4, window_size=2, max_length=10, data_seed=3, noise_seed=7)
 DDP_CASES: dict[str, TrainerCase] = {
@@ -94,6 +95,7 @@ def verdict(case: TrainerCase, records: list[TrainerRecord]) -> dict:
         "failures": len(failures) + len(result.findings),
         "worst": result.describe(3) if not result.holds else (f"{worst.name}: error/budget {worst.ratio:.3g}" if worst else "-"),
         "worst_ratio": result.worst_ratio,
+        "diagnosis": result.diagnosis,
         "counts_per_rank": [realized_counts(record) for record in records],
         "contract": records[0].contract,
         "eps": f"{records[0].eps:g} ({records[0].eps_source})",
@@ -119,6 +121,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--dtype", choices=TRAINER_DTYPES,
                         help="working dtype of every case (default: float32; drawn cases draw theirs; float16 on cuda)")
     parser.add_argument("--json", help="rank 0 writes the verdicts here")
+    parser.add_argument("--progress", metavar="PATH", help="rank 0 appends a line here as each case starts")
     parser.add_argument("--strict", action="store_true", help="rank 0 exits 1 when a case breaks parity")
     args = parser.parse_args(argv)
     if args.dtype:
@@ -142,7 +145,10 @@ def main(argv: list[str] | None = None) -> int:
     rank, world_size = dist.get_rank(), dist.get_world_size()
     verdicts = {}
     try:
-        for key, trainer_class, case in runs:
+        for number, (key, trainer_class, case) in enumerate(runs, start=1):
+            if rank == 0 and args.progress:
+                with open(args.progress, "a") as progress:
+                    progress.write(f"{key} ({number}/{len(runs)})\n")
             if args.dtype:
                 case = at_dtype(case, args.dtype)
             case = replace(case, device=args.device)
@@ -159,8 +165,7 @@ def main(argv: list[str] | None = None) -> int:
     text = json.dumps({"target": ", ".join(trainers), "world_size": world_size, "cases": verdicts}, indent=2)
     print(text)
     if args.json:
-        with open(args.json, "w") as handle:
-            handle.write(text)
+        write_atomically(args.json, text)
     return 1 if args.strict and not all(v["holds"] for v in verdicts.values()) else 0
 
 

@@ -25,6 +25,7 @@ def compare_steps(
     lower_precision: torch.dtype | None = None,
     rank: int | None = None,
     skipped: Sequence[bool] = (),
+    own_refs: int | None = None,
 ) -> list[Comparison]:
     """``out`` step by step against ``golden``, each floor a rounding of ``precision`` when given (see
     ``parity.budget.compare_tensor``; ``lower_precision`` likewise for ``lower``); ``rank`` names the
@@ -32,7 +33,8 @@ def compare_steps(
 
     A step the loss scaler ``skipped`` (``fp16=True``: its scaled gradients overflowed, so they are
     not finite by definition) is held on its loss and its parameters, which must not have moved
-    (the references skip it too); its gradients are not compared."""
+    (the references skip it too); its gradients are not compared. ``own_refs``: how many of ``refs``,
+    first, follow the oracle's own trajectory (``parity.budget.Comparison.own_budget``)."""
     if any(len(steps) != len(golden) for steps in (out, *refs, *lower)):
         raise AssertionError(f"step counts differ: out {len(out)}, golden {len(golden)}")
     prefix = "" if rank is None else f"rank {rank} "
@@ -43,7 +45,7 @@ def compare_steps(
         comparisons.append(
             compare_tensor(
                 name, o.loss, [r.loss for r in rs], g.loss, lower_refs=[r.loss for r in ls], precision=precision,
-                lower_precision=lower_precision, step=step, quantity="loss", rank=rank,
+                lower_precision=lower_precision, own_refs=own_refs, step=step, quantity="loss", rank=rank,
             )
         )
         judged = (("params", "param"),) if step < len(skipped) and skipped[step] else (("grads", "grad"), ("params", "param"))
@@ -58,6 +60,7 @@ def compare_steps(
                     names={name: f"{prefix}step {step} {quantity} {name}" for name in state},
                     precision=precision,
                     lower_precision=lower_precision,
+                    own_refs=own_refs,
                     step=step,
                     quantity=quantity,
                     rank=rank,

@@ -115,6 +115,11 @@ class References:
     lower: list[OracleRun] = field(default_factory=list)
 
 
+#: The first references (in order, each window reversed) follow the oracle's own trajectory; the last
+#: starts each step from the target's parameters.
+OWN_TRAJECTORY_REFS = 2
+
+
 def references(case: TrainerCase, records: Sequence[TrainerRecord]) -> References:
     """References (docs/budget.md): the oracle in the working dtype in order, with each window
     reversed, and along the target's own trajectory (each step from the target's parameters before
@@ -146,7 +151,7 @@ def trainer_comparisons(
         steps = [r.steps for r in refs]
         comparisons += compare_steps(
             record.steps, steps, golden.steps, precision, lower=[r.steps for r in lower], lower_precision=lower_precision,
-            rank=on_rank, skipped=skipped,
+            rank=on_rank, skipped=skipped, own_refs=OWN_TRAJECTORY_REFS,
         )
         if record.eval_loss is not None and golden.eval_loss is not None:
             out = torch.tensor(record.eval_loss, dtype=torch.float32)

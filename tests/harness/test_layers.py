@@ -22,8 +22,10 @@ BASE = ("cases", "strategies", "judgement")
 WINGS = ("dataset", "training", "report")
 #: Each layer's modules (by dotted prefix; the entry layer is every parity module not named here).
 LAYERS = {
-    "cases": ("parity.cases", "parity.dataset_config", "parity.targets", "parity.devices", "parity.threads", "parity.bounds",
-              "parity.releases"),
+    "cases": (
+        "parity.cases", "parity.dataset_config", "parity.targets", "parity.devices", "parity.threads", "parity.bounds",
+        "parity.releases", "parity.usage",
+    ),
     "strategies": ("parity.strategies",),
     "judgement": ("parity.budget", "parity.compare", "parity.crash"),
     "dataset": ("parity.dataset",),

@@ -32,7 +32,7 @@ def usage_error(capsys, argv) -> str:
         ),
         (["--device", "tpu"], "invalid choice: 'tpu' (choose from 'cpu', 'cuda', 'auto')"),
         (["--target", "nope"], "unknown target 'nope'; known targets: impl, known-bug:cache-accumulate"),
-        (["--examples", "0"], "--examples must be >= 1, got 0"),
+        (["--examples", "0"], "--examples must be an integer >= 1, got 0"),
     ],
 )
 def test_usage_errors_name_the_valid_values(capsys, argv, message):
@@ -87,18 +87,25 @@ def test_targets_lists_every_registered_target(capsys):
 
 
 def test_the_dataset_scenario_shows_the_leak(capsys):
+    """impl in full; the known bugs, controls, a line each with what they get wrong; in full with --controls."""
     assert main(["--only", "dataset-cache"]) == 0
     out = capsys.readouterr().out
-    assert "samples differing from the oracle" in out and out.count("outside budget (caught)") == 2
+    assert "samples differing from the oracle" in out and "outside budget (caught)" not in out
+    assert "control known-bug:cache-alias: caught as expected (10 of 11 samples of a resumed run differ" in " ".join(out.split())
+    assert main(["--only", "dataset-cache", "--controls"]) == 0
+    assert capsys.readouterr().out.count("outside budget (caught)") == 2
 
 
 def test_quiet_markdown_and_html_in_one_run(capsys, tmp_path):
     pytest.importorskip("matplotlib")
     markdown, page = tmp_path / "r.md", tmp_path / "r.html"
     assert main(["--only", "dataset-cache", "--quiet", "--markdown", str(markdown), "--html", str(page)]) == 0
-    assert capsys.readouterr() == ("parity: every impl column holds and every known bug is caught\n", "")
+    assert capsys.readouterr() == (
+        "parity: every impl column holds and every known bug is caught\n",
+        f"[parity] wrote {markdown} (markdown)\n[parity] wrote {page} (html)\n",
+    )
     assert markdown.read_text().startswith("## ✅ parity: every impl column holds and every known bug is caught\n")
-    assert page.read_text().count('<img src="data:image/png;base64,') == 3  # a plot per dataset target
+    assert page.read_text().count('<img src="data:image/png;base64,') == 2  # a plot per dataset target that differs
 
 
 def test_html_without_matplotlib_is_one_line_naming_the_extra(capsys, tmp_path, monkeypatch):

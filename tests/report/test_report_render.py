@@ -19,7 +19,7 @@ import pytest
 from parity.property_scenario import properties_scenario
 from parity.report.model import Options, ScenarioResult, entries, table, verdict_line
 from parity.report.scenarios import distributed_column, run_report
-from parity.report.text import WIDTH, format_report
+from parity.report.text import WIDTH, collapse_repeats, format_report
 from parity.targets import default_targets, get_target
 
 pytestmark = pytest.mark.xdist_group("report-render")
@@ -43,7 +43,10 @@ def results() -> list[ScenarioResult]:
     computed = run_report([*bugs, get_target("impl")], options, ["dataset-cache", "diffusion-window", "training-run"], quiet)
     distributed = ScenarioResult("distributed", "two ranks (recorded)", "per tensor on every rank")
     distributed.columns = [distributed_column(get_target("known-bug:local-mean"), RECORDED_DDP)]
-    return [*computed, properties_scenario(bugs, options, quiet), distributed]
+    properties = properties_scenario(bugs, options, quiet)
+    for column in [*properties.columns, *distributed.columns]:  # known bugs beside impl: controls, as run_report marks them
+        column.control = True
+    return [*computed, properties, distributed]
 
 
 def widened(results: list[ScenarioResult], copies: int) -> list[ScenarioResult]:
@@ -76,7 +79,9 @@ def test_no_line_is_wider_than_the_terminal(results, copies, quiet):
 
 
 def test_the_verdict_comes_first_and_every_failure_is_in_full_under_its_table(results):
-    text = format_report(results)
+    """With ``controls``, every column in full: each failure's whole text (repeated lines collapsed)
+    under its table; notes counted in their heading, their text left to the files."""
+    text = format_report(results, controls=True)
     assert text.splitlines()[0] == verdict_line(results)
     for result in results:
         scenario = text.split(f"== {result.name}:")[1].split("\n== ")[0]
@@ -84,7 +89,48 @@ def test_the_verdict_comes_first_and_every_failure_is_in_full_under_its_table(re
         assert any(e.is_failure for e in listed), result.name  # each scenario has a known bug's failure
         for entry in listed:
             assert f"[{entry.number}] {entry.heading}" in scenario
-            assert words(entry.text) in words(scenario), entry.heading
+            shown = collapse_repeats(entry.text) if entry.is_failure else entry.heading
+            assert words(shown) in words(scenario), entry.heading
+    assert "(the same for 2, 4, 5, 6, 7, 8, 9, 10)" in text  # dataset[1] .. dataset[10] alike: one line
+
+
+def test_a_passing_report_shows_impl_and_a_line_per_control(results):
+    controls = {c.name for r in results for c in r.columns if c.control}
+    assert controls == {t.name for t in default_targets().values() if t.is_known_bug}
+    text = format_report(results)
+    assert len(text.splitlines()) <= 120 - 16  # and impl's column of the properties scenario, a row per property
+    for result in results:
+        scenario = text.split(f"== {result.name}:")[1].split("\n== ")[0]
+        for column in (c for c in result.columns if c.control):
+            assert f"control {column.name}: caught as expected" in scenario
+            assert f"{column.name}: failure" not in scenario
+
+
+def with_a_broken_target(results: list[ScenarioResult]) -> list[ScenarioResult]:
+    """The report as a user sees it whose own trainer and loss are the local-mean bug: their column
+    first, expected to pass; every built-in column a control."""
+    broken = []
+    for result in results:
+        bug = next((c for c in result.columns if c.name == "known-bug:local-mean"), None)
+        columns = [replace(c, control=c.expect != "reference") for c in result.columns]
+        mine = [replace(bug, name="my-broken", expect="pass", control=False)] if bug else []
+        broken.append(replace(result, columns=[*mine, *columns]))
+    return broken
+
+
+def test_a_broken_target_of_yours_leads_with_what_is_wrong(results):
+    lines = format_report(with_a_broken_target(results)).splitlines()
+    assert lines[0] == "parity: UNEXPECTED verdicts in my-broken (diffusion-window, training-run, properties, distributed)"
+    first_screen = " ".join(" ".join(lines[:40]).split())
+    assert ("my-broken, training-run: out = 0.500 x golden on every loss and gradient of step 0: the loss is divided "
+            "by the wrong count") in first_screen
+    assert "my-broken, diffusion-window: out = 0.995 to 1.257 x golden over every loss and gradient of step 0: not one" \
+        in first_screen
+    text = "\n".join(lines)
+    training = text.split("== training-run:")[1].split("\n== ")[0]
+    assert "kinds                               normalisation\n" in training  # the notes' precision is not a kind shown
+    assert "[1] my-broken: failure (UNEXPECTED)\n    normalisation: out = 0.500 x golden" in training
+    assert "my-broken: 20 notes" in training and "[precision] step 0 param" not in training.split("20 notes")[1]
 
 
 def test_a_failing_cell_stays_short_and_points_to_its_failure(results):
@@ -99,7 +145,7 @@ def test_quiet_prints_the_verdict_and_only_the_unexpected_failures(results):
     # the recorded two-rank column is a known bug: present it as impl, expected to pass
     broken = replace(results[-1], columns=[replace(results[-1].columns[0], name="impl", expect="pass")])
     text = format_report([*results[:-1], broken], quiet=True)
-    assert text.splitlines()[0] == "parity: UNEXPECTED verdicts in distributed/impl"
+    assert text.splitlines()[0] == "parity: UNEXPECTED verdicts in impl (distributed)"
     assert "rank-local: failure (UNEXPECTED)" in text and words(RECORDED_DDP["rank-local"]["worst"]) in words(text)
     assert "caught" not in text
 
@@ -186,8 +232,9 @@ def test_the_html_page_is_self_contained_with_its_tables_failures_and_plots(resu
     assert page.fetched == []
     assert page.tables == [[row for row in [table(r)[0], *table(r)[1]]] for r in results]
     assert page.pre == [entry.text for result in results for entry in entries(result)]
-    plotted = [c for r in results for c in r.columns if c.comparisons or c.differences]
-    assert len(page.images) == len(plotted) >= 8  # 3 dataset, 2 window, 3 training columns
+    # a figure per training column, per dataset column that differs, and one for the two-rank cases
+    plotted = [c for r in results for c in r.columns if c.comparisons or any(g.any() for g in c.differences.values())]
+    assert len(page.images) == len(plotted) + 1 == 8  # 2 dataset, 2 window, 3 training columns; distributed
     for source in page.images:
         data = base64.b64decode(source.removeprefix("data:image/png;base64,"), validate=True)
         assert data.startswith(b"\x89PNG\r\n\x1a\n")
@@ -196,19 +243,48 @@ def test_the_html_page_is_self_contained_with_its_tables_failures_and_plots(resu
             assert image.width >= 400 and image.height >= 200
 
 
-def test_the_budget_plot_marks_where_a_run_leaves_the_oracle(results):
-    from parity.report.html import first_out_of_budget, group_ratios
+def test_the_page_opens_on_the_verdict_and_links_every_unexpected_failure_open(results):
+    from parity.report.html import format_html
+
+    page = format_html(with_a_broken_target(results), Options(under_test=("my-broken",)))
+    body = page.split("<body>", 1)[1]
+    assert body.startswith('\n<h1 class="unexpected">parity: UNEXPECTED verdicts in my-broken (')
+    links = re.findall(r'<li><a href="#([^"]+)">my-broken, ([^<]+)</a>: ([^<]+)</li>', body)
+    assert [(anchor, scenario) for anchor, scenario, _ in links] == [
+        ("diffusion-window--my-broken", "diffusion-window"), ("training-run--my-broken", "training-run"),
+        ("properties--my-broken", "properties"), ("distributed--my-broken", "distributed"),
+    ]
+    assert links[1][2].startswith("out = 0.500 x golden on every loss and gradient of step 0")
+    for anchor, _, _ in links:
+        assert f'<details id="{anchor}" open><summary>' in body
+    assert "<details><summary>" in body and body.count(" open><summary>") == 4  # the controls' stay closed
+
+
+def test_the_budget_plot_keeps_a_diverging_bug_above_the_line(results):
+    """Plotted against the budget of the oracle's own trajectory, the local-mean bug stays out of
+    budget on every step (against its own diverging trajectory's budget it would look healed)."""
+    from parity.report.html import first_out_of_budget, step_ratios
 
     training = {c.name: c for c in next(r for r in results if r.name == "training-run").columns}
     bug, impl = training["known-bug:local-mean"], training["impl"]
-    ratios = group_ratios(bug.comparisons)
+    ratios = step_ratios(bug.comparisons)
     assert set(ratios) == {"loss", "grad", "param", "oracle"} and list(ratios["grad"]) == [0, 1, 2]
+    assert all(r > 1e3 for group in ("loss", "grad", "param") for r in ratios[group].values())
     first = first_out_of_budget(bug.comparisons)
-    assert first.step == 0 and ratios[first.quantity][0] == first.ratio > 1
+    assert first.step == 0 and ratios[first.quantity][0] >= first.ratio > 1
     # the oracle's own error is at most half the budget (2 x its error + a floor): the scale of rounding
     assert all(0 < r <= 0.5 for r in ratios["oracle"].values())
     assert first_out_of_budget(impl.comparisons) is None
-    assert all(r <= 1 for name, by_step in group_ratios(impl.comparisons).items() for r in by_step.values())
+    assert all(r <= 1 for name, by_step in step_ratios(impl.comparisons).items() for r in by_step.values())
+
+
+def test_the_scatter_shows_the_factor(results):
+    from parity.report.html import worst_gradient
+
+    training = {c.name: c for c in next(r for r in results if r.name == "training-run").columns}
+    worst = worst_gradient(training["known-bug:local-mean"].comparisons)
+    assert worst.quantity == "grad" and 1 < len(worst.sample) <= 256 and abs(worst.slope - 0.5) < 1e-3
+    assert abs(worst_gradient(training["impl"].comparisons).slope - 1) < 1e-4
 
 
 def test_the_dataset_plot_data_is_where_samples_differ(results):
@@ -230,9 +306,11 @@ def test_the_window_scenario_holds_for_impl_and_catches_the_bug_in_the_json(resu
         "known-bug:local-mean": "outside budget (caught)",
         "impl": "within budget (ok)",
     }
-    bug, impl = scenario["columns"]
+    columns = {column["name"]: column for column in scenario["columns"]}
+    bug, impl = columns["known-bug:local-mean"], columns["impl"]
     assert impl["figures"]["mask counts"] == [7, 10] and impl["failures"] == {}
-    assert bug["failures"]["verdict"].startswith("normalisation:\n[normalisation] step 0 grad ")
+    assert bug["failures"]["verdict"].startswith("normalisation: out = 0.995 to 1.257 x golden over every loss and ")
+    assert bug["diagnosis"] in bug["failures"]["verdict"] and "\n[normalisation] step 0 grad " in bug["failures"]["verdict"]
     # the oracle's rows are on impl's own draws: impl sits at the oracle's own float32 error
     assert impl["figures"]["max |grad - golden|"] <= impl["figures"]["grad budget (largest)"]
     assert impl["figures"]["oracle: max |grad - golden|"] > 0

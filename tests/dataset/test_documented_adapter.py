@@ -1,6 +1,7 @@
-"""The README's dataset adapter is complete: run as written, it maps every config field.
+"""The documented dataset adapter (docs/dataset.md, Adapting your own dataset) is complete: run as
+written, it maps every config field.
 
-The code block is taken from README.md and executed with a stand-in for ``my_pkg.data.MyGPTDataset``
+The code block is taken from docs/dataset.md and executed with a stand-in for ``my_pkg.data.MyGPTDataset``
 that takes its settings one by one (as a production class would) and serves through impl. A field
 the adapter forgot would fall back to the stand-in's default and fail the properties on drawn configs.
 """
@@ -20,13 +21,13 @@ from parity.properties import dataset as properties
 from parity.strategies.dataset import dataset_cases
 from parity.targets import Target
 
-README = Path(__file__).resolve().parents[2] / "README.md"
+DOCUMENTED = Path(__file__).resolve().parents[2] / "docs" / "dataset.md"
 
 
 def adapter_source() -> str:
-    blocks = re.findall(r"```python\n(# my_pkg/parity_adapter.py\n.*?)```", README.read_text(), flags=re.S)
+    blocks = re.findall(r"```python\n(# my_pkg/parity_adapter.py\n.*?)```", DOCUMENTED.read_text(), flags=re.S)
     dataset_blocks = [block for block in blocks if "def my_dataset(" in block]
-    assert len(dataset_blocks) == 1, "README.md must hold one dataset adapter block (def my_dataset)"
+    assert len(dataset_blocks) == 1, "docs/dataset.md must hold one dataset adapter block (def my_dataset)"
     return dataset_blocks[0]
 
 
@@ -53,7 +54,7 @@ def load_adapter(monkeypatch) -> types.ModuleType:
     monkeypatch.setitem(sys.modules, "my_pkg", package)
     monkeypatch.setitem(sys.modules, "my_pkg.data", data)
     adapter = types.ModuleType("my_pkg.parity_adapter")
-    exec(compile(adapter_source(), "README.md", "exec"), adapter.__dict__)
+    exec(compile(adapter_source(), "docs/dataset.md", "exec"), adapter.__dict__)
     return adapter
 
 
