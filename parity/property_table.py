@@ -266,10 +266,12 @@ PROPERTIES: tuple[Property, ...] = (
         interface="loss",
         check="parity.properties.diffusion:check_regrouping",
         arguments=lambda: {"case": _diffusion().window_cases(), "rows_per_microbatch": st.integers(1, 4)},
-        # The corners where re-cutting can matter: unequal counts in a window of several microbatches.
+        # The corners where re-cutting can matter: unequal counts in a window of several microbatches; and
+        # a correct re-cut whose trajectory drifts over seven steps (docs/budget.md, the trajectory reference).
         examples=lambda: [
-            {"case": case, "rows_per_microbatch": 1 + n % 4}
-            for n, case in enumerate(_diffusion().corners_where(a_window_of_unequal_counts=True))
+            *({"case": case, "rows_per_microbatch": 1 + n % 4}
+              for n, case in enumerate(_diffusion().corners_where(a_window_of_unequal_counts=True))),
+            {"case": _diffusion().DRIFTING_RUN, "rows_per_microbatch": 1},
         ],
         devices=DEVICES,
         dtypes=DTYPES,
