@@ -9,7 +9,9 @@ as the reference, plus a floor of a few units of rounding of the golden's magnit
 ``ref`` may be several equally valid evaluations of the oracle (the same sums in another order);
 the reference error is the worst of them. In float64 this is what keeps the rule meaningful: there
 the golden *is* the in-order reference, and only a reordered one shows the rounding a float64
-computation of this size carries.
+computation of this size carries. The in-order evaluation runs along the target's own trajectory
+(:func:`along_trajectory`): the rule bounds one step's arithmetic, and the rounding a correct
+target's earlier steps left in its parameters is then in the reference too.
 
 The floor's magnitude is that of the tensor's *group* (all gradients of a step, all parameters of
 a step), not of the tensor alone: rounding in backpropagation scales with the quantities flowing
@@ -38,8 +40,9 @@ number would not.
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
+from typing import TypeVar
 
 import torch
 
@@ -296,6 +299,47 @@ def _zeros_if_none(
         return tensor
     dtype = dtype or (sibling.dtype if sibling is not None else like.dtype)
     return torch.zeros(like.shape, dtype=dtype, device=like.device)
+
+
+# --- the references along a trajectory --------------------------------------------------------------
+
+Window = TypeVar("Window")
+Step = TypeVar("Step")
+Parameters = Mapping[str, torch.Tensor]
+
+
+def along_trajectory(
+    model: torch.nn.Module,
+    windows: Sequence[Window],
+    step: Callable[[torch.nn.Module, int, Window], Step],
+    starts: Sequence[Parameters | None],
+) -> list[Step]:
+    """The oracle's steps over ``windows`` (``step(model, k, window)`` each, in ``model``'s dtype and
+    on its device), step k from the parameters ``starts[k]`` where given, else from where ``model`` is.
+
+    ``starts = before_each(target_steps)`` is the in-order reference along the target's own
+    trajectory (docs/budget.md, The reference error, 1), which every run is held to, window runs and
+    whole training runs alike; ``before_each(golden_steps)`` gives the local-mean prediction its
+    golden starts. A correct target's parameters drift from the oracle's own, step by
+    step, by rounding that may grow chaotically over many steps; evaluated where the target is, the
+    reference carries that drift, and the step's own arithmetic is what the budget judges. Step 0
+    has no start of its own: it begins from the seeded weights the target begins from, so a target
+    wrong from its first step is judged against the oracle's own step there, where it first shows.
+    """
+    steps = []
+    for k, window in enumerate(windows):
+        if starts[k] is not None:
+            with torch.no_grad():
+                for name, parameter in model.named_parameters():
+                    parameter.copy_(starts[k][name])
+        steps.append(step(model, k, window))
+    return steps
+
+
+def before_each(steps: Sequence) -> list[Parameters | None]:
+    """The parameters each of a run's ``steps`` (``StepResult``s) started from: those after the step
+    before; None for step 0, which starts from the seeded weights."""
+    return [None, *(step.params for step in steps[:-1])]
 
 
 def judges_informativeness(precision: torch.dtype) -> bool:

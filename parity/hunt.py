@@ -17,6 +17,7 @@ from hypothesis import strategies as st
 from hypothesis.errors import UnsatisfiedAssumption
 
 from parity.crash import TargetCrashed
+from parity.suite.budget import ShrinkBudget
 
 
 @dataclass
@@ -59,16 +60,19 @@ def hunt(
     seed: int | None = None,
     shrink: bool = True,
     examples: Sequence[tuple] = (),
+    shrink_runs: int | None = None,
 ) -> Hunt:
     """Run ``check(subject, *args)`` with ``args`` drawn from ``arguments`` until it fails.
 
     Derandomized when ``seed`` is None (a fixed, repeatable hunt); a given seed varies the search,
     which is how the benchmark takes a median over several hunts. ``shrink=False`` stops at the
     first counterexample, for callers that only need to know it is found. ``examples`` (argument
-    tuples) run first, as ``@example``s do.
+    tuples) run first, as ``@example``s do. ``shrink_runs``: the runs the failure may spend after
+    it is found (``parity.suite.budget.ShrinkBudget``; None: Hypothesis's own limits).
     """
     found = Hunt()
     calls = 0
+    budget = ShrinkBudget()
     start = time.perf_counter()
 
     @settings(
@@ -84,7 +88,8 @@ def hunt(
         nonlocal calls
         calls += 1
         try:
-            for note in check(subject, *args) or ():
+            notes = check(subject, *args) if shrink_runs is None else budget.run(args, lambda: check(subject, *args), shrink_runs)
+            for note in notes or ():
                 if note not in found.notes:
                     found.notes.append(note)
         except UnsatisfiedAssumption:

@@ -25,6 +25,7 @@ from hypothesis import strategies as st
 
 from parity.devices import DEVICES, DTYPES, TRAINER_DTYPES
 from parity.hunt import Hunt, hunt
+from parity.suite.budget import WHOLE_RUN_SHRINK_RUNS, WINDOW_SHRINK_RUNS
 from parity.targets import Interface, Target, load_attribute
 
 
@@ -49,6 +50,9 @@ class Property:
     #: Fraction of the profile's ``max_examples``; below 1 marks a whole-run property, which also
     #: reports unshrunk outside the nightly profile (parity.suite.budget).
     examples_fraction: float = 1.0
+    #: Runs a failing search may spend after its first failure (parity.suite.budget.ShrinkBudget): set
+    #: where an example is a training run; None leaves shrinking to Hypothesis's own limits.
+    shrink_runs: int | None = None
     #: Whether ``bench`` hunts the known bugs with it from the bare strategies.
     hunted: bool = False
     slow: bool = False
@@ -146,6 +150,7 @@ class Property:
             seed=seed,
             shrink=shrink and not self.whole_run,
             examples=examples,
+            shrink_runs=self.shrink_runs,
         )
 
 
@@ -256,6 +261,7 @@ PROPERTIES: tuple[Property, ...] = (
             {"case": _diffusion().SEED_SCENARIO},
             *({"case": case} for case in _diffusion().corner_cases()),
         ],
+        shrink_runs=WINDOW_SHRINK_RUNS,
         devices=DEVICES,
         catches=("known-bug:local-mean",),
         hunted=True,
@@ -266,11 +272,14 @@ PROPERTIES: tuple[Property, ...] = (
         interface="loss",
         check="parity.properties.diffusion:check_regrouping",
         arguments=lambda: {"case": _diffusion().window_cases(), "rows_per_microbatch": st.integers(1, 4)},
-        # The corners where re-cutting can matter: unequal counts in a window of several microbatches.
+        # The corners where re-cutting can matter: unequal counts in a window of several microbatches; and
+        # a correct re-cut whose trajectory drifts over seven steps (docs/budget.md, the trajectory reference).
         examples=lambda: [
-            {"case": case, "rows_per_microbatch": 1 + n % 4}
-            for n, case in enumerate(_diffusion().corners_where(a_window_of_unequal_counts=True))
+            *({"case": case, "rows_per_microbatch": 1 + n % 4}
+              for n, case in enumerate(_diffusion().corners_where(a_window_of_unequal_counts=True))),
+            {"case": _diffusion().DRIFTING_RUN, "rows_per_microbatch": 1},
         ],
+        shrink_runs=WINDOW_SHRINK_RUNS,
         devices=DEVICES,
         dtypes=DTYPES,
     ),
@@ -281,6 +290,7 @@ PROPERTIES: tuple[Property, ...] = (
         check="parity.properties.diffusion:check_window_parity",
         arguments=lambda: {"case": _diffusion().window_cases(window_size=1)},
         examples=lambda: [{"case": case} for case in _diffusion().corners_where(microbatches_a_window="one")],
+        shrink_runs=WINDOW_SHRINK_RUNS,
         devices=DEVICES,
         dtypes=DTYPES,
     ),
@@ -290,6 +300,7 @@ PROPERTIES: tuple[Property, ...] = (
         check="parity.properties.diffusion:check_empty_window_is_a_finite_zero",
         arguments=lambda: {"case": _diffusion().window_cases(empty_first_window=True)},
         examples=lambda: [{"case": case} for case in _diffusion().corners_where(a_window_masks_nothing=True)],
+        shrink_runs=WINDOW_SHRINK_RUNS,
         devices=DEVICES,
         dtypes=DTYPES,
     ),
@@ -331,6 +342,7 @@ PROPERTIES: tuple[Property, ...] = (
         devices=DEVICES,
         catches=("known-bug:local-mean", "known-bug:logits-local-mean"),
         hunted=True,
+        shrink_runs=WHOLE_RUN_SHRINK_RUNS,
         examples_fraction=0.3,
         dtypes=TRAINER_DTYPES,
     ),

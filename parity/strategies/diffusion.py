@@ -26,14 +26,35 @@ from parity.devices import DTYPES
 from parity.strategies.covering import Row, covering_array, labels
 
 __all__ = [
-    "EOS", "MASK_TOKEN_ID", "SEED_SCENARIO", "SEED_SCENARIO_BF16", "VOCAB", "WindowCase", "corner_cases", "corners_where",
-    "window_cases",
+    "DRIFTING_RUN", "EOS", "MASK_TOKEN_ID", "SEED_SCENARIO", "SEED_SCENARIO_BF16", "VOCAB", "WindowCase", "corner_cases",
+    "corners_where", "window_cases",
 ]
 
 #: The seed scenario in production's precision: its counts (7 and 10) tell a wrong count from
 #: bfloat16 rounding (docs/budget.md, bfloat16).
 SEED_SCENARIO_BF16 = replace(SEED_SCENARIO, dtype=torch.bfloat16)
 PUBLISHED_EPS = 1e-3
+#: Seven windows of one three-row microbatch in float32, whose rows the regrouping property re-cuts one
+#: a microbatch: the nightly profile's ``target()`` phase drove impl there to 2.06 times its budget at
+#: step 5, a correct target's drift over many steps, before the windows' runs were held to the
+#: reference along the target's trajectory (docs/budget.md, Why multi-step runs need the trajectory reference).
+DRIFTING_RUN = WindowCase(
+    window_sizes=(1,) * 7,
+    rows_per_microbatch=3,
+    length=10,
+    batch_kinds=(
+        ("answer", "prompt-only", "full"), ("prompt-only", "full", "answer"), ("answer", "answer", "answer"),
+        ("prompt-only", "full", "answer"), ("prompt-only", "prompt-only", "prompt-only"), ("answer", "answer", "full"),
+        ("answer", "answer", "answer"),
+    ),
+    with_labels=False,
+    with_attention_mask=True,
+    data_seed=8915,
+    noise_seed=0,
+    eps=0.1,
+    dtype=torch.float32,
+    frozen_head=False,
+)
 #: Every working dtype (``parity.devices.DTYPES``), as torch dtypes.
 WORKING_DTYPES = tuple(getattr(torch, name) for name in DTYPES)
 

@@ -16,7 +16,7 @@ from hypothesis import example, given
 from parity.devices import make_deterministic
 from parity.property_table import Property
 from parity.pytest_plugin import device_params
-from parity.suite.budget import fraction_of_profile
+from parity.suite.budget import ShrinkBudget, suite_settings
 
 
 class ParityNote(UserWarning):
@@ -24,28 +24,40 @@ class ParityNote(UserWarning):
     warnings summary, never a failure."""
 
 
+@pytest.fixture
+def shrink_budget() -> ShrinkBudget:
+    """A fresh budget per test item, i.e. per Hypothesis run of a property."""
+    return ShrinkBudget()
+
+
 def property_test(prop: Property):
     strategies = prop.strategies()
 
-    def test(target, device, **arguments):
+    fixtures = ("target", "device", *(("shrink_budget",) if prop.shrink_runs is not None else ()))
+
+    def test(target, device, shrink_budget: ShrinkBudget | None = None, **arguments):
         if not prop.applies_to(target):
             pytest.skip(prop.why_not(target))
         subject = target.load(prop.interface)
         make_deterministic(device)
-        for note in prop.run(subject, arguments, device, target):
+
+        def run() -> list[str]:
+            return prop.run(subject, arguments, device, target)
+
+        notes = run() if shrink_budget is None else shrink_budget.run(sorted(arguments.items()), run, prop.shrink_runs)
+        for note in notes:
             warnings.warn(ParityNote(f"{target.name}: {prop.name}: {note}"), stacklevel=1)
 
     keyword = inspect.Parameter.KEYWORD_ONLY
-    test.__signature__ = inspect.Signature(
-        [inspect.Parameter(name, keyword) for name in ("target", "device", *strategies)]
-    )
+    test.__signature__ = inspect.Signature([inspect.Parameter(name, keyword) for name in (*fixtures, *strategies)])
     test.__name__ = test.__qualname__ = prop.test_name
     test.__doc__ = inspect.getdoc(prop.check_function())
     wrapped = given(**strategies)(test)
     for explicit in reversed(prop.explicit_examples()):
         wrapped = example(**explicit)(wrapped)
-    if prop.whole_run:
-        wrapped = fraction_of_profile(prop.examples_fraction)(wrapped)
+    changed = suite_settings(prop.examples_fraction, prop.shrink_runs)
+    if changed is not None:
+        wrapped = changed(wrapped)
     wrapped = pytest.mark.parametrize("device", device_params(prop.devices))(wrapped)
     if prop.slow:
         wrapped = pytest.mark.slow(wrapped)

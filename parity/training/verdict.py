@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 import torch
 
 from oracle.window_reference import StepResult, sgd_step, single_batch_loss
-from parity.budget import Comparison, compare_tensor, informativeness, judges_informativeness
+from parity.budget import Comparison, along_trajectory, before_each, compare_tensor, informativeness, judges_informativeness
 from parity.cases import TrainerCase
 from parity.compare import Finding, Verdict, judge
 from parity.devices import LOWER_DTYPE, torch_dtype
@@ -65,25 +65,25 @@ def oracle_run(
     dtype: torch.dtype,
     device: str,
     reverse: bool = False,
-    start_params: Sequence[dict[str, torch.Tensor]] | None = None,
+    along: Sequence[StepResult] | None = None,
 ) -> OracleRun:
     """The oracle over every rank's rows: step k is window k of all ranks; then its evaluation losses.
 
-    ``start_params[k]``, when given, are the parameters step k starts from (the target's own, as
-    observed): the oracle's step evaluated on the target's trajectory (docs/budget.md).
+    ``along``: the target's steps (as observed), when each step k > 0 is to start from the target's
+    parameters before it: the reference along the target's trajectory (``parity.budget.along_trajectory``).
     """
     model = tiny_model(case.model_seed, case.weights_dtype).to(device, dtype)
     eos = model.config.eos_token_id
     skipped = skipped_steps(records)
-    steps = []
-    for k in range(len(records[0].train_draws)):
-        if start_params is not None and k > 0:
-            with torch.no_grad():
-                for name, p in model.named_parameters():
-                    p.copy_(start_params[k - 1][name].to(device, dtype))
-        ranks = [record.train_draws[k][::-1] if reverse else record.train_draws[k] for record in records]
+    windows = [[record.train_draws[k][::-1] if reverse else record.train_draws[k] for record in records]
+               for k in range(len(records[0].train_draws))]
+
+    def step(m, k: int, ranks) -> StepResult:
         lr = 0.0 if skipped[k] else case.lr  # the loss scaler's skipped step leaves the parameters as they were
-        steps.append(sgd_step(model, ranks, eos, lr, rank_local=not case.average_tokens_across_devices))
+        return sgd_step(m, ranks, eos, lr, rank_local=not case.average_tokens_across_devices)
+
+    starts = [None] * len(windows) if along is None else before_each(along)
+    steps = along_trajectory(model, windows, step, starts)
     with torch.no_grad():
         eval_loss = _weighted_eval(model, records, eos, total_rows=case.examples_per_rank * len(records))
         batch_losses = [[single_batch_loss(model, draw, eos) for draw in record.batch_draws] for record in records]
@@ -121,15 +121,13 @@ OWN_TRAJECTORY_REFS = 2
 
 
 def references(case: TrainerCase, records: Sequence[TrainerRecord]) -> References:
-    """References (docs/budget.md): the oracle in the working dtype in order, with each window
-    reversed, and along the target's own trajectory (each step from the target's parameters before
-    it). The oracle one dtype lower (``LOWER_DTYPE``) is added by ``trainer_verdict`` only once a
+    """References (docs/budget.md): the oracle in the working dtype in order along the target's own
+    trajectory (step 0 from the seeded weights, each later step from the target's parameters before
+    it), and with each window reversed along its own. The oracle one dtype lower (``LOWER_DTYPE``) is added by ``trainer_verdict`` only once a
     tensor is outside its budget: naming a precision finding is all it is for."""
     dtype = torch_dtype(case.dtype)
-    refs = [oracle_run(case, records, dtype, case.device, reverse) for reverse in (False, True)]
-    if records[0].steps:
-        refs.append(oracle_run(case, records, dtype, case.device, start_params=[s.params for s in records[0].steps]))
-    return References(golden_run(case, records), refs)
+    along = oracle_run(case, records, dtype, case.device, along=records[0].steps)
+    return References(golden_run(case, records), [along, oracle_run(case, records, dtype, case.device, reverse=True)])
 
 
 def trainer_comparisons(
@@ -192,15 +190,20 @@ def uninformative(case: TrainerCase, records: Sequence[TrainerRecord], oracle: R
             f"not informative at {case.dtype} about gradients and updates: the loss scaler skipped every optimizer "
             f"step (the scaled gradients overflowed at loss scales {scales}); only the losses were judged"
         )
-    precision = torch_dtype(case.dtype)
-    if not judges_informativeness(precision):
+    if not judges_informativeness(torch_dtype(case.dtype)):
         return None
+    return informativeness(local_mean_prediction(case, records, oracle), case.dtype)
+
+
+def local_mean_prediction(case: TrainerCase, records: Sequence[TrainerRecord], oracle: References) -> list[Comparison]:
+    """What the local-mean normalisation would do to this run, as the float64 oracle predicts it on the
+    replayed draws, held to the run's budgets as if it were the target (``parity.budget.informativeness``)."""
+    skipped = skipped_steps(records)
     golden = oracle.golden.steps
     windows = [[record.train_draws[k] for record in records] for k in range(len(golden))]
     model = tiny_model(case.model_seed, case.weights_dtype).to("cpu", torch.float64)
     predicted = local_mean_steps(model, windows, golden, case.lr, skipped)
-    comparisons = compare_steps(predicted, [r.steps for r in oracle.refs], golden, precision, skipped=skipped)
-    return informativeness(comparisons, case.dtype)
+    return compare_steps(predicted, [r.steps for r in oracle.refs], golden, torch_dtype(case.dtype), skipped=skipped)
 
 
 def unscaled_overflows(records: Sequence[TrainerRecord]) -> list[Finding]:

@@ -3,8 +3,9 @@
 One microbatch at a time: the target's loss, divided by the window's microbatch count only when
 the target says it is not scaled for accumulation (``Trainer.training_step``'s contract), then
 ``backward``; plain SGD once per window. The oracle side replays the realized draws through
-``oracle.window_reference`` in float64 on the CPU (``golden``) and, twice, in the working dtype
-(``refs``: in order and with each window's microbatches reversed; see ``parity.budget``).
+``oracle.window_reference`` in float64 on the CPU (``golden``) and in the working dtype (``refs``:
+in order along the target's own trajectory, and with each window's microbatches reversed; see
+``parity.budget.along_trajectory``).
 """
 
 from __future__ import annotations
@@ -16,7 +17,7 @@ import torch
 from torch import nn
 
 from oracle.window_reference import Draw, StepResult, apply_sgd, sgd_step
-from parity.budget import Comparison, informativeness, judges_informativeness
+from parity.budget import Comparison, along_trajectory, before_each, informativeness, judges_informativeness
 from parity.training.step_compare import compare_steps
 
 Batch = Mapping[str, torch.Tensor]
@@ -86,9 +87,15 @@ def realized_draws(
     ]
 
 
-def reference_steps(model: nn.Module, draws: Sequence[Sequence[Draw]], lr: float) -> list[StepResult]:
-    """The oracle's steps, one per window, on the draws the target realized."""
-    return [sgd_step(model, [window], model.config.eos_token_id, lr) for window in draws]
+def reference_steps(
+    model: nn.Module, draws: Sequence[Sequence[Draw]], lr: float, along: Sequence[StepResult] | None = None
+) -> list[StepResult]:
+    """The oracle's steps, one per window, on the draws the target realized: along its own trajectory,
+    or, given the target's steps ``along``, each step k > 0 from the target's parameters before it
+    (``parity.budget.along_trajectory``)."""
+    eos = model.config.eos_token_id
+    starts = [None] * len(draws) if along is None else before_each(along)
+    return along_trajectory(model, draws, lambda m, _, window: sgd_step(m, [window], eos, lr), starts)
 
 
 @dataclass(frozen=True)
@@ -132,16 +139,12 @@ def local_mean_steps(
     averaged, each step from the golden parameters before it (and no update where the loss scaler
     ``skipped`` the step). Its distance from the golden is the bug's predicted effect, which
     ``parity.budget.informativeness`` holds to the run's budgets."""
-    steps = []
-    for k, ranks in enumerate(windows):
-        if k > 0:
-            with torch.no_grad():
-                for name, p in model.named_parameters():
-                    p.copy_(golden[k - 1].params[name])
-        microbatches = [[draw] for rank in ranks for draw in rank]
+
+    def step(m: nn.Module, k: int, ranks: Sequence[Sequence[Draw]]) -> StepResult:
         step_lr = 0.0 if k < len(skipped) and skipped[k] else lr
-        steps.append(sgd_step(model, microbatches, model.config.eos_token_id, step_lr, rank_local=True))
-    return steps
+        return sgd_step(m, [[draw] for rank in ranks for draw in rank], m.config.eos_token_id, step_lr, rank_local=True)
+
+    return along_trajectory(model, windows, step, before_each(golden))
 
 
 def regroup_rows(windows: Sequence[Sequence[Mapping[str, torch.Tensor | None]]], rows: int) -> list[list[dict]]:
@@ -190,10 +193,11 @@ def run_parity(
     noised = noise_windows(loss_target, model, windows, noise)
     draws = realized_draws(windows, noised)
     out = target_steps(loss_target, model, regroup_rows(noised, regroup) if regroup else noised, lr)
-    orders = [draws, [window[::-1] for window in draws]]
-    if regroup:
-        orders.append(_regroup_draws(draws, regroup))
-    refs = [reference_steps(build_model().to(device), order, lr) for order in orders]
+    # The references (docs/budget.md): in order along the target's trajectory; reversed, and the target's
+    # cut of the rows, along the oracle's own.
+    orders = [[window[::-1] for window in draws], *([_regroup_draws(draws, regroup)] if regroup else [])]
+    refs = [reference_steps(build_model().to(device), draws, lr, along=out)]
+    refs += [reference_steps(build_model().to(device), order, lr) for order in orders]
     golden = reference_steps(build_model().to("cpu", torch.float64), draws, lr)
     local_mean = None
     if judges_informativeness(next(model.parameters()).dtype):

@@ -76,7 +76,7 @@ def test_each_step_is_judged_from_where_the_target_is(tmp_path):
     first = record.steps[0]
     record.steps[0] = StepResult(first.loss, first.grads, {n: p * (1 + 1e-9) for n, p in first.params.items()})
     for k in range(1, len(record.steps)):
-        along = oracle_run(case, [record], torch.float64, "cpu", start_params=[s.params for s in record.steps])
+        along = oracle_run(case, [record], torch.float64, "cpu", along=record.steps)
         record.steps[k] = StepResult(record.steps[k].loss, along.steps[k].grads, along.steps[k].params)
     verdict = trainer_verdict(case, [record], strict_precision=True)
     assert {c.step for c in verdict.failures} == {0}
