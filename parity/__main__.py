@@ -15,6 +15,7 @@ from __future__ import annotations
 import argparse
 import sys
 
+from parity.interrupts import run_interruptible
 from parity.threads import wait_passively
 
 wait_passively()  # before parity.devices imports torch
@@ -219,7 +220,7 @@ def main(argv: list[str] | None = None) -> int:
     if not argv or (argv[0] not in COMMANDS and argv[0] not in ("-h", "--help")):
         argv = ["report", *argv]
     args = cli_parser().parse_args(argv)
-    return args.run(args.parser, args)
+    return run_interruptible(lambda: args.run(args.parser, args))  # Ctrl-C, SIGTERM: 130, 143 (docs/faults.md)
 
 
 if __name__ == "__main__":
