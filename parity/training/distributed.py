@@ -125,24 +125,33 @@ def _wait(processes: list[subprocess.Popen], folder: Path, bound: float | None) 
     started = time.monotonic()
     while any(process.poll() is None for process in processes):
         if any(process.returncode not in (None, 0) for process in processes):
-            raise RankFailed(_failure(processes, folder))
+            raise RankFailed(_failure(processes, folder, time.monotonic() - started))
         if bound is not None and time.monotonic() - started > bound:
-            raise RankFailed(_hang(processes, folder, time.monotonic() - started))
+            raise RankFailed(_hang(processes, folder, f"the {len(processes)}-rank run timed out after {time.monotonic() - started:.0f} s"))
         time.sleep(0.05)
     if any(process.returncode != 0 for process in processes):
-        raise RankFailed(_failure(processes, folder))
+        raise RankFailed(_failure(processes, folder, time.monotonic() - started))
 
 
-def _failure(processes: list[subprocess.Popen], folder: Path) -> str:
+#: How Gloo (and NCCL) say a collective outlived the group's timeout.
+_COLLECTIVE_TIMEOUT = re.compile(r"Timed out waiting \d+ ?ms|DistBackendError|collective operation timeout")
+
+
+def _failure(processes: list[subprocess.Popen], folder: Path, seconds: float) -> str:
     """The first rank that ended without reporting an error (``os._exit``, a signal: its peers' errors are
-    its consequences), how it ended and the tail of its stderr; else the earliest error a rank wrote."""
+    its consequences), how it ended and the tail of its stderr; else the earliest error a rank wrote, unless it
+    is a collective's timeout while a peer still runs: then the peers' stacks, as for a hang."""
     reported = {int(path.stem.removeprefix("rank")): path for path in folder.glob("rank*.error")}
     abrupt = [(r, p) for r, p in enumerate(processes) if p.returncode not in (None, 0) and r not in reported]
     if abrupt:  # a rank that ended without a word: what its peers then raised follows from it
         rank, process = abrupt[0]
         return f"rank {rank} {ended(process.returncode)}:\n{_tail(folder / f'rank{rank}.err')}"
     rank, path = min(reported.items(), key=lambda item: item[1].stat().st_mtime_ns)
-    return f"rank {rank} failed: {path.read_text().rstrip()}"
+    text = path.read_text().rstrip()
+    if _COLLECTIVE_TIMEOUT.search(text.splitlines()[0]) and any(p.poll() is None for p in processes):
+        # it waited for a peer that never came: the hang is the peer's, and its stack says where
+        return _hang(processes, folder, f"rank {rank} timed out after {seconds:.0f} s in a collective its peers did not join")
+    return f"rank {rank} failed: {text}"
 
 
 def ended(returncode: int) -> str:
@@ -152,8 +161,8 @@ def ended(returncode: int) -> str:
     return f"exited with status {returncode}"
 
 
-def _hang(processes: list[subprocess.Popen], folder: Path, seconds: float) -> str:
-    """Every live rank's stack (faulthandler, on ``SIGUSR1``), read into where each one was."""
+def _hang(processes: list[subprocess.Popen], folder: Path, headline: str) -> str:
+    """``headline``, then every live rank's stack (faulthandler, on ``SIGUSR1``), read into where each one was."""
     live = [(rank, process) for rank, process in enumerate(processes) if process.poll() is None]
     sizes = {rank: (folder / f"rank{rank}.err").stat().st_size for rank, _ in live}
     for _, process in live:
@@ -172,7 +181,7 @@ def _hang(processes: list[subprocess.Popen], folder: Path, seconds: float) -> st
         places.append(f"rank {rank} {where(frames)}")
         stacks.append(f"rank {rank} (most recent call first):\n" + "\n".join(
             f"  {short_path(file)}:{line} in {name}" for file, line, name in frames[:12]))
-    return f"the {len(processes)}-rank run timed out after {seconds:.0f} s: " + "; ".join(places) + "\n" + "\n".join(stacks)
+    return f"{headline}: " + "; ".join(places) + "\n" + "\n".join(stacks)
 
 
 _FRAME = re.compile(r'^\s+File "(.+)", line (\d+) in (\S+)')

@@ -6,6 +6,7 @@ one case), or the launcher itself killed."""
 from __future__ import annotations
 
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -40,9 +41,9 @@ def test_a_rank_s_own_error_is_the_verdict_not_its_peer_s_timeout():
 def test_a_rank_that_hangs_is_named_with_the_call_it_hangs_in():
     message = run_on_two_ranks("SleepsOnRankOne", timeout_s=200)  # past the ranks' start on a busy machine
     first = message.splitlines()[0]
-    assert first.startswith("the 2-rank run timed out after 20"), message
-    assert "rank 1 in `compute_loss` (tests/faults/targets.py:" in first, message
-    assert "rank 0 " in first and "waiting in" in first.split("; rank 1")[0], message
+    # Gloo's own 60 s timeout on rank 0 comes before the launcher's bound: the hang is still rank 1's.
+    assert re.match(r"rank 0 timed out after \d+ s in a collective its peers did not join: "
+                    r"rank 1 in `compute_loss` \(tests/faults/targets.py:\d+\)$", first), message
     assert "rank 1 (most recent call first):\n  tests/faults/targets.py:" in message, message
 
 
