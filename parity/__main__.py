@@ -16,6 +16,7 @@ import argparse
 import os
 import sys
 
+from parity.interrupts import run_interruptible
 from parity.threads import wait_passively
 
 wait_passively()  # before parity.devices imports torch
@@ -332,7 +333,7 @@ def main(argv: list[str] | None = None) -> int:
     except UnsupportedRelease as error:
         print(f"{args.parser.prog}: {error}", file=sys.stderr)
         return 2
-    return args.run(args.parser, args)
+    return run_interruptible(lambda: args.run(args.parser, args))  # Ctrl-C, SIGTERM: 130, 143 (docs/faults.md)
 
 
 if __name__ == "__main__":

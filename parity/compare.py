@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 from parity.budget import Comparison
 
 #: Every kind a verdict may name (docs/design.md, Verdict kinds).
-KINDS = ("normalisation", "precision", "noise", "crash", "mismatch", "hazard")
+KINDS = ("normalisation", "precision", "noise", "non-finite", "crash", "mismatch", "hazard")
 
 
 

@@ -8,6 +8,8 @@
   end a hang in a failure naming the hung call before pytest-timeout ends the worker.
 * ``--dist=loadgroup`` with a scheduler that survives a worker's death (``parity.xdist_scheduling``).
 * The header says which bounds hold and where they come from.
+* An interrupt (Ctrl-C, or SIGTERM, which would otherwise end the process past every cleanup) ends the run
+  whole: ``parity.interrupts``.
 """
 
 from __future__ import annotations
@@ -17,6 +19,7 @@ import os
 import pytest
 
 from parity.bounds import DEFAULT_TEST_BOUND_S, TEST_BOUND_ENV, call_bound
+from parity.interrupts import INTERRUPTED_LINE, exit_status, raise_on_sigterm
 
 
 def set_test_bound(config: pytest.Config) -> None:
@@ -41,7 +44,24 @@ def set_test_bound(config: pytest.Config) -> None:
 
 
 class RunnerSafety:
-    """Registered by the plugin in a parity session only."""
+    """Registered by the plugin in a parity session only. SIGTERM then unwinds the run as Ctrl-C does
+    (``parity.interrupts``): every launch kills its ranks on the way out, and the run ends in one line
+    and 130 (Ctrl-C) or 143 (SIGTERM)."""
+
+    def __init__(self) -> None:
+        self.interrupted: int | None = None
+        raise_on_sigterm()
+
+    def pytest_keyboard_interrupt(self, excinfo: pytest.ExceptionInfo) -> None:
+        self.interrupted = exit_status(excinfo.value)
+
+    @pytest.hookimpl(trylast=True)
+    def pytest_sessionfinish(self, session: pytest.Session) -> None:
+        if self.interrupted is not None:
+            session.exitstatus = self.interrupted
+            reporter = session.config.pluginmanager.get_plugin("terminalreporter")
+            if reporter is not None:
+                reporter.write_line(INTERRUPTED_LINE)
 
     @pytest.hookimpl(optionalhook=True)
     def pytest_xdist_make_scheduler(self, config: pytest.Config, log):

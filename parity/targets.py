@@ -287,6 +287,10 @@ class UnknownTargetError(LookupError):
     """A target name that neither the built-ins nor an installed entry point defines."""
 
 
+class DuplicateTargetError(UnknownTargetError):
+    """Two installed packages register the same target name: a usage error naming both, never a silent choice."""
+
+
 class TargetLoadError(UnknownTargetError):
     """An installed entry point that could not be loaded as a target (raised only when selected).
 
@@ -355,9 +359,13 @@ def get_target(name: str) -> Target:
     if name in builtins:
         return builtins[name]
     installed = list(entry_points(group=ENTRY_POINT_GROUP))
-    for entry_point in installed:
-        if entry_point.name == name:
-            return _load_entry_point(entry_point, builtins)
+    matching = [entry_point for entry_point in installed if entry_point.name == name]
+    if len(matching) > 1:  # which one loads would depend on the order the packages are found in
+        registered = " and ".join(f"{getattr(e.dist, 'name', '?')} ({e.value})" for e in matching)
+        raise DuplicateTargetError(f"target {name!r} is registered by more than one package: {registered}; "
+                                   f"uninstall one, or rename its {ENTRY_POINT_GROUP!r} entry point")
+    if matching:
+        return _load_entry_point(matching[0], builtins)
     known = ", ".join(sorted([*builtins, *(e.name for e in installed)]))
     hint = ""
     if any(t.name == name for t in OPTIONAL_TARGETS):

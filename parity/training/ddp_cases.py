@@ -28,7 +28,7 @@ import torch.distributed as dist
 from parity.cases import TrainerCase, at_dtype, draw_trainer_case
 from parity.devices import DEVICES, TRAINER_DTYPES, check_dtype_runs_on
 from parity.targets import get_target, load_attribute
-from parity.training.distributed import init_process_group
+from parity.training.distributed import RankCrashed, init_process_group
 from parity.training.run import TrainerRecord, eps_declined, run_trainer
 from parity.training.verdict import trainer_verdict
 from parity.usage import write_atomically
@@ -144,22 +144,24 @@ def main(argv: list[str] | None = None) -> int:
     init_process_group(args.device)
     rank, world_size = dist.get_rank(), dist.get_world_size()
     verdicts = {}
-    try:
-        for number, (key, trainer_class, case) in enumerate(runs, start=1):
-            if rank == 0 and args.progress:
-                with open(args.progress, "a") as progress:
-                    progress.write(f"{key} ({number}/{len(runs)})\n")
-            if args.dtype:
-                case = at_dtype(case, args.dtype)
-            case = replace(case, device=args.device)
-            with tempfile.TemporaryDirectory(prefix="parity-ddp-") as output_dir:
-                record = run_trainer(trainer_class, case, output_dir, world_size, rank)
-            records: list[TrainerRecord | None] = [None] * world_size
-            dist.all_gather_object(records, record)
-            if rank == 0:
-                verdicts[key] = verdict(case, records)
-    finally:
-        dist.destroy_process_group()
+    for number, (key, trainer_class, case) in enumerate(runs, start=1):
+        if rank == 0 and args.progress:
+            with open(args.progress, "a") as progress:
+                progress.write(f"{key} ({number}/{len(runs)})
+")
+        if args.dtype:
+            case = at_dtype(case, args.dtype)
+        case = replace(case, device=args.device)
+        with tempfile.TemporaryDirectory(prefix="parity-ddp-") as output_dir:
+            record = run_trainer(trainer_class, case, output_dir, world_size, rank)
+        if record.crashed and world_size > 1:  # its peers may be inside a collective it will never join
+            raise RankCrashed(f"the target crashed in case {key}: " + "; ".join(
+                f.message for f in record.findings if f.kind == "crash"))
+        records: list[TrainerRecord | None] = [None] * world_size
+        dist.all_gather_object(records, record)
+        if rank == 0:
+            verdicts[key] = verdict(case, records)
+    dist.destroy_process_group()  # not on the way out of a failure: a peer may be stuck in a collective
     if rank != 0:
         return 0
     text = json.dumps({"target": ", ".join(trainers), "world_size": world_size, "cases": verdicts}, indent=2)

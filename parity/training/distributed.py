@@ -2,13 +2,23 @@
 
 Two ways in, one worker entry point. ``launch`` starts ``world_size`` local processes that meet
 through a ``FileStore`` in a fresh temporary directory (no port to race for under ``pytest -n
-auto``); ``torchrun`` sets the usual environment and the worker joins through ``env://``. Every
-wait has a timeout, a rank that dies takes the others down with it, and its error is reported.
+auto``); ``torchrun`` sets the usual environment and the worker joins through ``env://``.
+
+Nothing a launch starts outlives it, and every fault ends in a ``RankFailed`` that names it
+(docs/faults.md, Ranks). Each rank runs in a process group of its own (with its DataLoader workers),
+started by ``parity.training.rank_start``: it dies with the launcher (a parent-death signal), reports
+its own error through a file before any further collective, and answers ``SIGUSR1`` with its stacks.
+On any way out, an interrupt included, the launcher kills every rank's group and removes its folder,
+where the ranks keep their temporary files. A run that outlives its bound (held below the test's,
+``parity.bounds``) is asked for every rank's stack first, and the failure names where each rank was
+and the collective it waited in.
 """
 
 from __future__ import annotations
 
 import os
+import re
+import signal
 import subprocess
 import sys
 import tempfile
@@ -19,14 +29,24 @@ from pathlib import Path
 import torch
 import torch.distributed as dist
 
+from parity.bounds import TEST_BOUND_ENV, call_bound
+from parity.crash import short_path
 from parity.devices import backend as device_backend
+from parity.training.rank_start import ERRORS_ENV, LAUNCHER_ENV
 
 STORE_ENV = "PARITY_FILESTORE"
 INIT_TIMEOUT = timedelta(seconds=60)
+#: Seconds the ranks get to write their stacks once a run has outlived its bound.
+STACK_GRACE_S = 5.0
 
 
 class RankFailed(RuntimeError):
-    """A worker process exited with an error, or the run outlived its timeout."""
+    """A rank raised, exited or was killed, or the run outlived its bound; the message says which."""
+
+
+class RankCrashed(RuntimeError):
+    """Raised on the rank whose target crashed: its message is the crash as the verdict names it, and
+    ``rank_start`` hands it to the launcher instead of going on to a collective its peers are not in."""
 
 
 def init_process_group(device: str = "cpu") -> None:
@@ -46,52 +66,151 @@ def init_process_group(device: str = "cpu") -> None:
         dist.init_process_group(backend, timeout=INIT_TIMEOUT)
 
 
-def launch(module: str, args: list[str], world_size: int, timeout_s: float = 300.0) -> list[str]:
+def launch(module: str, args: list[str], world_size: int, timeout_s: float | None = None) -> list[str]:
     """Run ``python -m module *args`` as ``world_size`` ranks; return each rank's stdout.
 
-    Raises ``RankFailed`` naming the first rank that failed (with the tail of its stderr), after
-    terminating the rest, or when the run takes longer than ``timeout_s``.
+    The run's bound is ``timeout_s``, held at or below the harness's call bound in a test
+    (``parity.bounds.call_bound``). Raises ``RankFailed`` naming the fault (see the module docstring)
+    after killing every rank's process group, as on any other way out.
     """
+    bound = call_bound() if timeout_s is None else timeout_s
+    if os.environ.get(TEST_BOUND_ENV) and call_bound() is not None:
+        bound = min(bound or float("inf"), call_bound())
     with tempfile.TemporaryDirectory(prefix="parity-ddp-") as workdir:
+        folder = Path(workdir)
+        (folder / "tmp").mkdir()
         base_env = {
             **os.environ,
-            STORE_ENV: str(Path(workdir) / "store"),
+            STORE_ENV: str(folder / "store"),
+            LAUNCHER_ENV: str(os.getpid()),
+            ERRORS_ENV: workdir,
+            TEST_BOUND_ENV: "0",  # the launcher's bound holds for the ranks
+            "TMPDIR": str(folder / "tmp"),  # the ranks' temporary files go with the launcher's folder
             "WORLD_SIZE": str(world_size),
             "LOCAL_WORLD_SIZE": str(world_size),
             "GLOO_SOCKET_IFNAME": "lo",
             "OMP_NUM_THREADS": "1",
             "PYTHONUNBUFFERED": "1",
         }
-        logs = [(Path(workdir) / f"rank{r}.out", Path(workdir) / f"rank{r}.err") for r in range(world_size)]
-        processes = []
-        for rank, (out, err) in enumerate(logs):
-            env = {**base_env, "RANK": str(rank), "LOCAL_RANK": str(rank)}
-            with out.open("w") as stdout, err.open("w") as stderr:
-                processes.append(
-                    subprocess.Popen([sys.executable, "-m", module, *args], env=env, stdout=stdout, stderr=stderr)
-                )
+        logs = [(folder / f"rank{r}.out", folder / f"rank{r}.err") for r in range(world_size)]
+        processes: list[subprocess.Popen] = []
         try:
-            _wait(processes, logs, timeout_s)
+            for rank, (out, err) in enumerate(logs):
+                env = {**base_env, "RANK": str(rank), "LOCAL_RANK": str(rank)}
+                command = [sys.executable, "-m", "parity.training.rank_start", module, *args]
+                with out.open("w") as stdout, err.open("w") as stderr:
+                    processes.append(subprocess.Popen(command, env=env, stdout=stdout, stderr=stderr, process_group=0))
+            _wait(processes, folder, bound)
         finally:
-            for process in processes:
-                if process.poll() is None:
-                    process.kill()
-                    process.wait()
+            _kill_groups(processes)
         return [out.read_text() for out, _ in logs]
 
 
-def _wait(processes: list[subprocess.Popen], logs, timeout_s: float) -> None:
-    deadline = time.monotonic() + timeout_s
+def _kill_groups(processes: list[subprocess.Popen]) -> None:
+    """Each rank and everything it started (its DataLoader workers share its process group). Ctrl-C and
+    SIGTERM wait until it is done, so a second interrupt cannot cut the cleanup short."""
+    blocked = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT, signal.SIGTERM})
+    try:
+        for process in processes:
+            try:
+                os.killpg(process.pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+            process.wait()
+    finally:
+        signal.pthread_sigmask(signal.SIG_SETMASK, blocked)
+
+
+def _wait(processes: list[subprocess.Popen], folder: Path, bound: float | None) -> None:
+    started = time.monotonic()
     while any(process.poll() is None for process in processes):
-        for rank, process in enumerate(processes):
-            if process.poll() not in (None, 0):
-                raise RankFailed(f"rank {rank} exited with status {process.returncode}:\n{_tail(logs[rank][1])}")
-        if time.monotonic() > deadline:
-            raise RankFailed(f"the {len(processes)}-rank run did not finish within {timeout_s:.0f} s")
+        if any(process.returncode not in (None, 0) for process in processes):
+            raise RankFailed(_failure(processes, folder, time.monotonic() - started))
+        if bound is not None and time.monotonic() - started > bound:
+            raise RankFailed(_hang(processes, folder, f"the {len(processes)}-rank run timed out after {time.monotonic() - started:.0f} s"))
         time.sleep(0.05)
-    for rank, process in enumerate(processes):
-        if process.returncode != 0:
-            raise RankFailed(f"rank {rank} exited with status {process.returncode}:\n{_tail(logs[rank][1])}")
+    if any(process.returncode != 0 for process in processes):
+        raise RankFailed(_failure(processes, folder, time.monotonic() - started))
+
+
+#: How Gloo (and NCCL) say a collective outlived the group's timeout.
+_COLLECTIVE_TIMEOUT = re.compile(r"Timed out waiting \d+ ?ms|DistBackendError|collective operation timeout")
+
+
+def _failure(processes: list[subprocess.Popen], folder: Path, seconds: float) -> str:
+    """The first rank that ended without reporting an error (``os._exit``, a signal: its peers' errors are
+    its consequences), how it ended and the tail of its stderr; else the earliest error a rank wrote, unless it
+    is a collective's timeout while a peer still runs: then the peers' stacks, as for a hang."""
+    reported = {int(path.stem.removeprefix("rank")): path for path in folder.glob("rank*.error")}
+    abrupt = [(r, p) for r, p in enumerate(processes) if p.returncode not in (None, 0) and r not in reported]
+    if abrupt:  # a rank that ended without a word: what its peers then raised follows from it
+        rank, process = abrupt[0]
+        return f"rank {rank} {ended(process.returncode)}:\n{_tail(folder / f'rank{rank}.err')}"
+    rank, path = min(reported.items(), key=lambda item: item[1].stat().st_mtime_ns)
+    text = path.read_text().rstrip()
+    if _COLLECTIVE_TIMEOUT.search(text.splitlines()[0]) and any(p.poll() is None for p in processes):
+        # it waited for a peer that never came: the hang is the peer's, and its stack says where
+        return _hang(processes, folder, f"rank {rank} timed out after {seconds:.0f} s in a collective its peers did not join")
+    return f"rank {rank} failed: {text}"
+
+
+def ended(returncode: int) -> str:
+    """``exited with status N``, or ``was killed by SIGSEGV (signal 11)``."""
+    if returncode < 0:
+        return f"was killed by {signal.Signals(-returncode).name} (signal {-returncode})"
+    return f"exited with status {returncode}"
+
+
+def _hang(processes: list[subprocess.Popen], folder: Path, headline: str) -> str:
+    """``headline``, then every live rank's stack (faulthandler, on ``SIGUSR1``), read into where each one was."""
+    live = [(rank, process) for rank, process in enumerate(processes) if process.poll() is None]
+    sizes = {rank: (folder / f"rank{rank}.err").stat().st_size for rank, _ in live}
+    for _, process in live:
+        process.send_signal(signal.SIGUSR1)
+    asked = time.monotonic()
+    while time.monotonic() - asked < STACK_GRACE_S and not all(
+        (folder / f"rank{rank}.err").stat().st_size > sizes[rank] for rank, _ in live
+    ):
+        time.sleep(0.05)
+    time.sleep(0.2)  # the dump is written in one go; let it end
+    places, stacks = [], []
+    for rank, _ in live:
+        with (folder / f"rank{rank}.err").open(errors="replace") as handle:
+            handle.seek(sizes[rank])
+            frames = _running_frames(handle.read())
+        places.append(f"rank {rank} {where(frames)}")
+        stacks.append(f"rank {rank} (most recent call first):\n" + "\n".join(
+            f"  {short_path(file)}:{line} in {name}" for file, line, name in frames[:12]))
+    return f"{headline}: " + "; ".join(places) + "\n" + "\n".join(stacks)
+
+
+_FRAME = re.compile(r'^\s+File "(.+)", line (\d+) in (\S+)')
+
+
+def _running_frames(dump: str) -> list[tuple[str, int, str]]:
+    """The frames (innermost first) of the thread in a faulthandler dump that runs the rank's module."""
+    threads: list[list[tuple[str, int, str]]] = []
+    for line in dump.splitlines():
+        if "(most recent call first)" in line:
+            threads.append([])
+        elif threads and (match := _FRAME.match(line)):
+            threads[-1].append((match[1], int(match[2]), match[3]))
+    return next((frames for frames in threads if any(name == "_run_module_as_main" for _, _, name in frames)), [])
+
+
+def where(frames: list[tuple[str, int, str]]) -> str:
+    """``in `f` (path:line)`` for the innermost frame outside torch and Python's own library, and the
+    collective a rank waits in; for a rank that gave no stack, that it was still starting."""
+    if not frames:
+        return "gave no stack (still starting: not yet past its imports)"
+    torch_root = os.path.dirname(torch.__file__)
+    caller = next(((f, n, name) for f, n, name in frames if not f.startswith((torch_root, sys.base_prefix, "<"))), None)
+    collective = next((name for f, _, name in frames if f"{os.sep}distributed{os.sep}" in f and f.startswith(torch_root)
+                       and not name.startswith("_") and name != "wrapper"), None)
+    if collective is None and any(f"{os.sep}autograd{os.sep}" in f for f, _, _ in frames):
+        collective = "DDP's gradient all-reduce (in backward)"
+    text = f"in `{caller[2]}` ({short_path(caller[0])}:{caller[1]})" if caller else "in torch"
+    return text + (f", waiting in `{collective}`" if collective and " " not in collective else f", waiting in {collective}" if collective else "")
 
 
 def _tail(path: Path, lines: int = 30) -> str:

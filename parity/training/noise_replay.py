@@ -13,7 +13,9 @@ the previous one ended in, after its batches were collated, and ends by its firs
 account is chosen jointly by backtracking, states tried in generator order, so a later batch's state
 that explains an earlier forward by coincidence (few maskable tokens, none masked) cannot make the
 real draws unexplainable. Where no account exists, the finding names the first forward that none
-explains, the states tried, and the published order.
+explains, the states tried, and the published order. Before any account, the timeline must only move
+forward: a state the run returns to (a re-seed) is a finding of its own (docs/trainer.md, Where a
+trainer may draw).
 """
 
 from __future__ import annotations
@@ -50,6 +52,17 @@ class Timeline:
 
     def positions(self, state: torch.Tensor) -> list[int]:
         return self._positions.get(bytes(state.numpy()), [])
+
+    def first_return(self, start: int = 0) -> tuple[int, int] | None:
+        """``(position, earlier position)`` of the first state the generator came back to from timeline
+        ``start`` on (the seeded state: what came before is another run's), or None when it only moved
+        forward. Consecutive duplicates are not recorded, so a state seen twice was left and returned to:
+        a re-seed or ``set_rng_state``, never a draw (the period is 2**19937 - 1)."""
+        for position in range(start, len(self.states)):
+            earlier = [p for p in self.positions(self.states[position]) if start <= p < position]
+            if earlier:
+                return position, earlier[0]
+        return None
 
 
 @dataclass(frozen=True)
@@ -167,6 +180,15 @@ def _unexplained(account: NoiseAccount, eps_source: str) -> Finding:
     )
 
 
+def _went_back(position: int, earlier: int) -> Finding:
+    return Finding(
+        "noise",
+        f"the global generator went back to a state it had left (timeline position {position} is position {earlier} "
+        "again): the run re-seeded it (torch.manual_seed) or set its state, so later draws repeat earlier ones instead of "
+        "following the one timeline args.seed starts",
+    )
+
+
 def _unreplayable(forward: Forward, mask_token_id: int) -> str | None:
     """Why a forward's masks cannot be the published draws, whatever the account; None when they may be."""
     given, masked, maskable = forward.observed.kwargs or {}, forward.masked, forward.maskable
@@ -222,16 +244,20 @@ def _passed_values(forward: Forward, p: torch.Tensor) -> list[Finding]:
 
 
 def replay_noise(
-    observer: RunObserver, mask_token_id: int, eos_token_id: int | None, eps: float, eps_source: str
+    observer: RunObserver, mask_token_id: int, eos_token_id: int | None, eps: float, eps_source: str, seeded_at: int = 0
 ) -> tuple[list[tuple[str, Draw]], list[Finding]]:
     """Every forward's ``(phase, Draw)`` with its replayed ``p``, in order; or the noise findings.
 
-    ``eps_source`` says where ``eps`` came from (declared, or the published one assumed).
+    ``eps_source`` says where ``eps`` came from (declared, or the published one assumed); ``seeded_at`` is
+    the timeline position of the seeded state, from which the generator must only move forward.
     """
     forwards, findings = _prepare(observer, mask_token_id, eos_token_id)
     if findings:
         return [], findings
-    account = NoiseAccount(Timeline(observer.timeline), forwards, eps)
+    timeline = Timeline(observer.timeline)
+    if (returned := timeline.first_return(seeded_at)) is not None:
+        return [], [_went_back(*returned)]
+    account = NoiseAccount(timeline, forwards, eps)
     segments = account.search()
     if segments is None:
         return [], [_unexplained(account, eps_source)]

@@ -142,6 +142,7 @@ def training_arguments(case: TrainerCase, output_dir: str, distributed: bool = F
         weight_decay=0.0,
         max_grad_norm=0.0,
         logging_steps=1,
+        logging_nan_inf_filter=False,  # a NaN loss is logged as it is, not as the mean so far (docs/budget.md, Kinds)
         save_strategy="no",
         eval_strategy="no",
         report_to="none",
@@ -241,6 +242,7 @@ def run_trainer(trainer_class, case: TrainerCase, output_dir: str, world_size: i
                     "the trainer re-seeded it or drew from it, so its noise is not the seed's",
                 )
             )
+        seeded_at = observer.snapshot()  # from here the generator only moves forward (docs/trainer.md)
         eval_loss, batch_losses = _run(trainer, case, observer)
     except UnscaledFloat16:
         raise
@@ -255,7 +257,8 @@ def run_trainer(trainer_class, case: TrainerCase, output_dir: str, world_size: i
     if record.crashed:
         return record
     config = model.config
-    replayed, noise = replay_noise(observer, config.mask_token_id, config.eos_token_id, case.eps, record.eps_source)
+    replayed, noise = replay_noise(observer, config.mask_token_id, config.eos_token_id, case.eps, record.eps_source,
+                                   seeded_at)
     record.findings += noise
     train = [draw for phase, draw in replayed if phase == "train"]
     bounds = [0, *observer.window_ends]

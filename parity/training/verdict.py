@@ -223,14 +223,39 @@ def unscaled_overflows(records: Sequence[TrainerRecord]) -> list[Finding]:
     ]
 
 
+def non_finite(records) -> list[Finding]:
+    """The first step of each rank whose loss, a gradient or a parameter is not finite: its own finding
+    (docs/budget.md, Non-finite), not a tensor outside its budget (normalisation, mismatch) nor a fault of
+    the oracle. A step the loss scaler skipped overflowed by definition; its gradients are not read."""
+    ranked = len(records) > 1
+    findings = []
+    for rank, record in enumerate(records):
+        for step, result in enumerate(record.steps):
+            skipped = step < len(record.skipped) and record.skipped[step]
+            tensors = {"loss": result.loss, **({} if skipped else {f"grad {n}": g for n, g in result.grads.items()}),
+                       **{f"param {n}": p for n, p in result.params.items()}}
+            bad = next(((name, t) for name, t in tensors.items() if t is not None and not bool(torch.isfinite(t).all())), None)
+            if bad is not None:
+                name, tensor = bad
+                value = tensor.flatten()[~torch.isfinite(tensor.flatten())][0].item()
+                findings.append(Finding("non-finite", f"non-finite at step {step}, first in {name} ({value})",
+                                        rank=rank if ranked else None))
+                break
+    return findings
+
+
 def trainer_verdict(case: TrainerCase, records: Sequence[TrainerRecord], *, strict_precision: bool | None = None) -> Verdict:
     """Findings (noise, crash) of every rank, plus the comparisons when every rank trained."""
     ranked = len(records) > 1
     findings = [Finding(f.kind, f.message, f.step, rank if ranked else None) for rank, r in enumerate(records)
                 for f in r.findings]
     findings += unscaled_overflows(records)
-    # A run whose draws could not be replayed has no reference to be held to: its findings say why.
-    if any(r.crashed or not r.steps or any(f.kind == "noise" for f in r.findings) for r in records):
+    findings += non_finite(records)
+    # A run whose draws could not be replayed, or whose numbers are not finite, has no reference to be held to:
+    # its findings say why.
+    if any(r.crashed or not r.steps or any(f.kind == "noise" for f in r.findings) for r in records) or any(
+        f.kind == "non-finite" for f in findings
+    ):
         if not findings:
             findings.append(Finding("crash", "the trainer logged no optimizer step"))
         return judge([], findings, strict_precision=strict_precision)

@@ -5,6 +5,7 @@ from __future__ import annotations
 import subprocess
 import sys
 from dataclasses import dataclass
+from types import SimpleNamespace
 
 import pytest
 
@@ -74,6 +75,17 @@ def test_a_broken_adapter_breaks_only_a_run_that_selects_it(monkeypatch):
         get_target("broken-adapter")
     assert any(isinstance(line, str) and "NOT LOADED" in line for line in targets.listed_targets())
     assert issubclass(targets.TargetLoadError, UnknownTargetError)  # a usage error wherever names are resolved
+
+
+def test_one_name_registered_by_two_packages_is_a_usage_error_naming_both(monkeypatch):
+    """Neither is loaded: which one would win depends on the order the packages are found in."""
+    points = [SimpleNamespace(name="my-dataset", value=f"{package}.adapter:TARGET", dist=SimpleNamespace(name=package),
+                              load=lambda: pytest.fail("a duplicate must not load")) for package in ("pkg-a", "pkg-b")]
+    monkeypatch.setattr(targets, "entry_points", lambda group: points)
+    with pytest.raises(targets.DuplicateTargetError, match=r"'my-dataset' is registered by more than one package: "
+                       r"pkg-a \(pkg-a.adapter:TARGET\) and pkg-b \(pkg-b.adapter:TARGET\)"):
+        get_target("my-dataset")
+    assert issubclass(targets.DuplicateTargetError, UnknownTargetError)  # a usage error (exit 2) wherever names are resolved
 
 
 def test_optional_targets_are_not_default_columns():
