@@ -31,7 +31,7 @@ from parity.targets import (  # noqa: E402
     get_target,
     listed_targets,
 )
-from parity.usage import UsageError, check_at_least, check_distinct_outputs, check_output_path, write_atomically  # noqa: E402
+from parity.usage import check_at_least, check_distinct_outputs, check_output_path, write_atomically  # noqa: E402
 
 
 

@@ -147,8 +147,7 @@ def main(argv: list[str] | None = None) -> int:
     for number, (key, trainer_class, case) in enumerate(runs, start=1):
         if rank == 0 and args.progress:
             with open(args.progress, "a") as progress:
-                progress.write(f"{key} ({number}/{len(runs)})
-")
+                progress.write(f"{key} ({number}/{len(runs)})\n")
         if args.dtype:
             case = at_dtype(case, args.dtype)
         case = replace(case, device=args.device)

@@ -8,7 +8,6 @@ import json
 
 import pytest
 
-import parity.__main__
 from parity.__main__ import main
 
 FAILING = {
