@@ -105,26 +105,26 @@ def megatron_config(config, **placement):
 
 
 def _build(dataset_class, documents: Sequence[np.ndarray], config):
-    if config.num_epochs is not None:
-        raise ConfigDeclined("megatron-core's GPTDataset has no num_epochs (it derives epochs from num_samples)")
-    from megatron.core.datasets.utils import Split
-
     prefix = getattr(documents, "path_prefix", None)
     if prefix is None:
-        low_level, placement = InMemoryDocuments(documents), {}
-    else:  # megatron's reader over the files, and its index cache beside them, as a user's run has
-        from megatron.core.datasets.indexed_dataset import IndexedDataset
+        return construct(dataset_class, InMemoryDocuments(documents), config)
+    # megatron's reader over the files, and its index cache beside them, as a user's run has them
+    from megatron.core.datasets.indexed_dataset import IndexedDataset
 
-        low_level = IndexedDataset(prefix)
-        placement = {"blend": ([prefix], None), "split": "1", "path_to_cache": os.path.join(documents.folder.name, "cache")}
-    return dataset_class(
-        low_level,
-        prefix,
-        np.arange(len(documents), dtype=np.int32),
-        config.num_samples,
-        Split[config.split],
-        megatron_config(config, **placement),
-    )
+    placement = {"blend": ([prefix], None), "split": "1", "path_to_cache": os.path.join(documents.folder.name, "cache")}
+    return construct(dataset_class, IndexedDataset(prefix), config, prefix, **placement)
+
+
+def construct(dataset_class, low_level, config, prefix: str | None = None, **placement):
+    """``dataset_class`` (megatron's ``GPTDataset`` or a subclass) over every document of
+    ``low_level``, for the config's split; ``placement`` as for :func:`megatron_config`."""
+    if config.num_epochs is not None:
+        raise ConfigDeclined(f"megatron-core's {dataset_class.__name__} has no num_epochs (it derives epochs from num_samples)")
+    from megatron.core.datasets.utils import Split
+
+    indices = np.arange(len(low_level), dtype=np.int32)
+    megatron = megatron_config(config, **placement)
+    return dataset_class(low_level, prefix, indices, config.num_samples, Split[config.split], megatron)
 
 
 def megatron_dataset(documents: Sequence[np.ndarray], config):

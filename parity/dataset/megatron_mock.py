@@ -16,7 +16,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from parity.dataset.megatron import HarnessTokenizer, copy_on_fill, import_megatron, megatron_config
+from parity.dataset.megatron import HarnessTokenizer, construct, copy_on_fill, import_megatron
 from parity.targets import ConfigDeclined
 
 
@@ -34,23 +34,12 @@ def drawn_lengths_class() -> type:
 
 
 def _build(dataset_class, documents: Sequence[np.ndarray], config):
-    if config.num_epochs is not None:
-        raise ConfigDeclined("megatron-core's MockGPTDataset has no num_epochs (it derives epochs from num_samples)")
-    from megatron.core.datasets.utils import Split
-
     tokenizer = HarnessTokenizer(config.vocab_size, config.eod_id, config.pad_id)
     low_level = drawn_lengths_class()(tokenizer, [len(document) for document in documents])
     for number, document in enumerate(documents):
         if not np.array_equal(low_level[number], document):
             raise ConfigDeclined(f"document {number} is not megatron's mock ramp of its length: megatron-core:mock makes its own")
-    return dataset_class(
-        low_level,
-        None,
-        np.arange(len(documents), dtype=np.int32),
-        config.num_samples,
-        Split[config.split],
-        megatron_config(config),
-    )
+    return construct(dataset_class, low_level, config)
 
 
 def mock_dataset(documents: Sequence[np.ndarray], config):

@@ -112,3 +112,19 @@ def test_the_version_is_the_installed_one():
     from importlib.metadata import version
 
     assert get_target("megatron-core").version == version("megatron-core")
+
+
+MOCK_FIXED = next(t for t in OPTIONAL_TARGETS if t.name == "megatron-core:mock:fixed")
+
+
+@pytest.mark.parametrize("prop", [p for p in PROPERTIES if p.applies_to(MOCK_FIXED)], ids=lambda p: p.name)
+def test_fixed_mock_data_passes_every_property_that_applies(prop):
+    """megatron's MockGPTDataset with copy-on-FILL; the unpatched one is caught (tests/quality)."""
+    found = prop.hunt(MOCK_FIXED.load("mock"), max_examples=10, shrink=False, target=MOCK_FIXED)
+    assert not found.found, found.message
+    assert not found.crash or any(known in found.crash_signature for known in MOCK_FIXED.known_crashes), found.crash
+
+
+def test_the_mock_target_declines_documents_that_are_not_megatrons_ramps():
+    with pytest.raises(ConfigDeclined, match="not megatron's mock ramp"):
+        get_target("megatron-core:mock").load("mock")(list(UPSTREAM_PR_CASE.documents), UPSTREAM_PR_CASE.config)
