@@ -55,8 +55,12 @@ def test_unpatched_megatron_fails_the_required_properties_with_a_shrunk_trigger(
 
 
 #: Examples per required property for the fixed target, beyond the explicit ones: the two-worker
-#: DataLoader one is slow, the file and pipeline ones write files (their drawn runs: tests/dataset/test_megatron_pipeline.py).
-FIXED_EXAMPLES = {"dataset/dataloader-matches-oracle": 2, "dataset/files-match-oracle": 2, "dataset/files-indices-match-reference": 2}
+#: DataLoader one is slow, the file and pipeline ones write files (drawn pipelines: tests/dataset/test_megatron_pipeline.py).
+FIXED_EXAMPLES = {
+    "dataset/dataloader-matches-oracle": 2,
+    "dataset/files-match-oracle": 2,
+    "dataset/files-indices-match-reference": 2,
+}
 #: megatron-core's index cache key leaves out settings that change the indices, fixed or not
 #: (pinned in tests/dataset/test_megatron_pipeline.py).
 UPSTREAM_FINDINGS = ("pipeline/cache-key-separates-configs",)
