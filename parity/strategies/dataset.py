@@ -223,9 +223,10 @@ CONFIG_SWITCHES = ("split", "drop_last_partial_validation_sequence", "add_extra_
 SWITCHES: dict[str, tuple] = {
     # How many epochs, and what decides it (num_epochs is a harness extension megatron-core declines).
     "epochs": ("one", "one, from num_samples", "num_epochs", "several, from num_samples", "several, final epoch apart"),
-    # Where the token total of all epochs lands: anywhere, exactly on a sample boundary, or exactly on
-    # ``num_samples * L + extra``.
-    "total": ("anywhere", "on a sample boundary", "num_samples reached exactly"),
+    # Where the token total of all epochs lands against the sample boundaries: anywhere, exactly on
+    # one, one token short of one (the last sample lacks its final label), one token past one, or
+    # exactly on ``num_samples * L + extra``.
+    "total": ("anywhere", "on a sample boundary", "one token short", "one token past", "num_samples reached exactly"),
     "pad": ("in the data", "in vocabulary, absent", "out of vocabulary"),
     "documents": ("an empty one", "a one-token one", "none shorter than two"),
     # What a fresh instance serves first (what fills the cache).
@@ -238,11 +239,26 @@ SWITCHES: dict[str, tuple] = {
 }
 #: Combinations the corner cases must hold beyond every pair: the mask switches act together, the
 #: flag only matters on the valid split, and an exact boundary matters with and without the extra token.
+#: How the stream can end against the sample boundaries (docs/dataset.md, Corners).
+ENDS = ("on a sample boundary", "one token short", "one token past")
 REQUIRED = (
     every_combination(SWITCHES, *MASK_SWITCHES)
     + every_combination(SWITCHES, "split", "drop_last_partial_validation_sequence")
     + [{"total": "on a sample boundary", "epochs": "one", "add_extra_token": extra} for extra in (True, False)]
+    + [{"total": end, **combination} for end in ENDS
+       for combination in every_combination(SWITCHES, "split", "drop_last_partial_validation_sequence")]
+    + [{"total": end, "add_extra_token": extra, "pad": pad} for end in ENDS for extra in (True, False)
+       for pad in ("in the data", "out of vocabulary")]
 )
+
+
+def stream_end(leftover: int, sequence_length: int) -> str:
+    """Where a stream whose last ``leftover`` tokens (past the extra) fill no whole sample ends."""
+    if leftover == 0:
+        return "on a sample boundary"
+    if leftover == 1:
+        return "one token past"
+    return "one token short" if leftover == sequence_length - 1 else "anywhere"
 
 
 def possible(row: Row) -> bool:
@@ -269,7 +285,7 @@ def realized_switches(case: DatasetCase) -> Row:
     if config.num_samples is not None and total == config.num_samples * config.sequence_length + extra:
         boundary = "num_samples reached exactly"
     else:
-        boundary = "on a sample boundary" if (total - extra) % config.sequence_length == 0 else "anywhere"
+        boundary = stream_end((total - extra) % config.sequence_length, config.sequence_length)
     if config.pad_id < 0:
         pad = "out of vocabulary"
     else:
@@ -296,17 +312,18 @@ def corner_cases() -> tuple[DatasetCase, ...]:
 
 def corner_case(row: Row, number: int) -> DatasetCase:
     """The case that realizes ``row``; ``number`` seeds its tokens and shuffle and picks L (3 or 5:
-    odd, so that two epochs can end on any boundary)."""
+    odd, so that two epochs can end anywhere against a boundary; 5 where the stream ends "anywhere")."""
     rng = np.random.default_rng(number)
-    length, extra = (3, 5)[number % 2], int(row["add_extra_token"])
+    # 5 where the stream ends "anywhere": neither on a boundary nor one token either side of one.
+    length, extra = 5 if row["total"] == "anywhere" else (3, 5)[number % 2], int(row["add_extra_token"])
     eod_id, pad_id, vocab_size = 0, 7, 12
     # Three documents of more than L tokens: at least three samples per epoch, so that a final epoch
     # supplying one of them is shuffled apart.
     short = {"an empty one": [0], "a one-token one": [1]}.get(row["documents"], [])
     lengths = [*short, *(int(size) for size in rng.integers(length + 1, length + 4, 3))]
     epochs = 1 if row["epochs"].startswith("one") else 2
-    on_boundary = row["total"] != "anywhere"
-    while ((epochs * sum(lengths) - extra) % length == 0) != on_boundary:
+    end = "on a sample boundary" if row["total"] == "num_samples reached exactly" else row["total"]
+    while stream_end((epochs * sum(lengths) - extra) % length, length) != end:
         lengths[-1] += 1
     documents = []
     for size in lengths:
