@@ -29,8 +29,9 @@ def leaked(vocab_size: int, pad_id: int, sequence_length: int) -> int:
     """How many of the first ``SAMPLES`` train samples of megatron's mock data have a wrong loss mask."""
     from megatron.core.datasets.blended_megatron_dataset_builder import BlendedMegatronDatasetBuilder
 
-    config = GPTDatasetConfig(sequence_length=sequence_length, vocab_size=vocab_size, eod_id=0, pad_id=pad_id,
-                              create_attention_mask=False)
+    config = GPTDatasetConfig(
+        sequence_length=sequence_length, vocab_size=vocab_size, eod_id=0, pad_id=pad_id, create_attention_mask=False
+    )
     mock = import_megatron().MockGPTDataset
     train = BlendedMegatronDatasetBuilder(mock, [SAMPLES] * 3, lambda: True, megatron_config(config)).build()[0]
     wrong = 0

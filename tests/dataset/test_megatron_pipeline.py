@@ -23,7 +23,9 @@ MEGATRON = next(t for t in OPTIONAL_TARGETS if t.name == "megatron-core")
 FIXED = next(t for t in OPTIONAL_TARGETS if t.name == "megatron-core:fixed")
 pytestmark = [
     pytest.mark.xdist_group("megatron"),
-    pytest.mark.skipif(MEGATRON.version is None, reason="megatron-core is not installed (pip install 'parity-harness[megatron]')"),
+    pytest.mark.skipif(
+        MEGATRON.version is None, reason="megatron-core is not installed (pip install 'parity-harness[megatron]')"
+    ),
 ]
 PIPELINE_PROPERTIES = [prop for prop in PROPERTIES if prop.interface == "pipeline"]
 
@@ -67,7 +69,9 @@ def test_megatrons_cache_key_leaves_out_settings_that_change_the_indices(variati
 
 
 @pytest.mark.long
-@pytest.mark.parametrize("variation", [v for v in VARIATIONS if v not in ("add_extra_token", "drop_last_partial_validation_sequence")])
+@pytest.mark.parametrize(
+    "variation", [v for v in VARIATIONS if v not in ("add_extra_token", "drop_last_partial_validation_sequence")]
+)
 def test_settings_in_megatrons_cache_key_keep_configs_apart(variation):
     properties.check_cache_key_separates_configs(FIXED.load("pipeline"), PIPELINE_CASES[0], variation)
 

@@ -80,7 +80,11 @@ CORNERS: dict[str, Corner] = {
         for extra in (True, False)
         for given in (False, True)
     },
-    **{f"end-one-token-{leftover}-extra-{_flags((extra,))}": _end(extra, leftover) for extra in (True, False) for leftover in ("short", "past")},
+    **{
+        f"end-one-token-{leftover}-extra-{_flags((extra,))}": _end(extra, leftover)
+        for extra in (True, False)
+        for leftover in ("short", "past")
+    },
 }
 
 

@@ -38,7 +38,9 @@ def wrong_cache_key(prefixes, weights, split, sizes, config, *, path_to_cache, f
 
 
 def split_off_by_one(prefixes, weights, split, sizes, config, *, path_to_cache, fast_cache_load=False):
-    return build_splits(_broken_class("split_off_by_one"), prefixes, weights, split, sizes, config, path_to_cache, fast_cache_load)
+    return build_splits(
+        _broken_class("split_off_by_one"), prefixes, weights, split, sizes, config, path_to_cache, fast_cache_load
+    )
 
 
 def blend_off_by_one(prefixes, weights, split, sizes, config, *, path_to_cache, fast_cache_load=False):

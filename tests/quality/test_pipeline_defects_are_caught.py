@@ -21,7 +21,10 @@ pytestmark = [
 
 DEFECTS = {
     "wrong_cache_key": ("pipeline/cache-key-separates-configs", "the configs differ in random_seed"),
-    "blend_off_by_one": ("pipeline/blend-matches-reference", "dataset_sample_index differs from the reference at 1 blended index"),
+    "blend_off_by_one": (
+        "pipeline/blend-matches-reference",
+        "dataset_sample_index differs from the reference at 1 blended index",
+    ),
     "split_off_by_one": ("pipeline/splits-match-reference", "train of prefix 0"),
 }
 
@@ -30,8 +33,12 @@ DEFECTS = {
 def test_the_property_catches_the_planted_defect_on_purpose(defect):
     name, words = DEFECTS[defect]
     (prop,) = [prop for prop in PROPERTIES if prop.name == name]
-    target = Target(name=f"broken:{defect}", description=f"megatron's pipeline with {defect}", expect="fail",
-                    pipeline=f"tests.quality.broken_pipelines:{defect}")
+    target = Target(
+        name=f"broken:{defect}",
+        description=f"megatron's pipeline with {defect}",
+        expect="fail",
+        pipeline=f"tests.quality.broken_pipelines:{defect}",
+    )
     found = prop.hunt(target.load("pipeline"), max_examples=settings.default.max_examples, shrink=False, target=target)
     assert found.found, f"{name} did not catch {defect}"
     assert found.examples_to_failure <= len(prop.explicit_examples()), f"{name} caught {defect} only in a drawn example"
