@@ -66,16 +66,26 @@ FIXED_EXAMPLES = {
 UPSTREAM_FINDINGS = ("pipeline/cache-key-separates-configs",)
 
 
+#: 0.14 hands out the cached loss mask itself on a hit, so copy-on-FILL alone does not fix it there
+#: (docs/dataset.md, Releases): the fixed targets are rightly flagged by the properties that catch the bug.
+FIXED_BY_COPY_ON_FILL = not (MEGATRON.version or "").startswith("0.14.")
+
+
+def flagged_on_this_release(prop, unpatched: str) -> bool:
+    return not FIXED_BY_COPY_ON_FILL and unpatched in prop.catches
+
+
 @pytest.mark.parametrize("prop", [p for p in PROPERTIES if p.applies_to(FIXED) and p.name not in UPSTREAM_FINDINGS],
                          ids=lambda p: p.name)
 def test_fixed_megatron_passes_every_property(prop):
     """A crash is allowed only where it is megatron-core's known index crash (reported as a crash)."""
     examples = FIXED_EXAMPLES.get(prop.name, 1 if prop.interface == "pipeline" else 20)
     found = prop.hunt(FIXED.load(prop.interface), max_examples=examples, shrink=False, target=FIXED)
-    assert not found.found, found.message
+    assert found.found == flagged_on_this_release(prop, "megatron-core"), found.message
     assert not found.crash or any(known in found.crash_signature for known in FIXED.known_crashes), found.crash
 
 
+@pytest.mark.skipif(not FIXED_BY_COPY_ON_FILL, reason="0.14: copy-on-FILL alone does not fix the cache")
 def test_fixed_megatron_passes_the_upstream_cases_and_names_its_hazards(fixed):
     for case in (UPSTREAM_PR_CASE, MOCK_DATA_CASE):
         properties.check_matches_oracle(fixed, case)
@@ -125,7 +135,7 @@ MOCK_FIXED = next(t for t in OPTIONAL_TARGETS if t.name == "megatron-core:mock:f
 def test_fixed_mock_data_passes_every_property_that_applies(prop):
     """megatron's MockGPTDataset with copy-on-FILL; the unpatched one is caught (tests/quality)."""
     found = prop.hunt(MOCK_FIXED.load("mock"), max_examples=10, shrink=False, target=MOCK_FIXED)
-    assert not found.found, found.message
+    assert found.found == flagged_on_this_release(prop, "megatron-core:mock"), found.message
     assert not found.crash or any(known in found.crash_signature for known in MOCK_FIXED.known_crashes), found.crash
 
 
