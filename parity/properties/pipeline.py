@@ -228,7 +228,14 @@ def check_fast_cache_load_over_stale_files(pipeline, case: PipelineCase) -> list
     for prefix, documents in zip(written.prefixes, rewritten.prefixes):
         write_prefix(documents, case.config.vocab_size, prefix)
     trusting = functools.partial(
-        pipeline, written.prefixes, rewritten.weights, None, rewritten.sizes, rewritten.config, path_to_cache=cache, fast_cache_load=True
+        pipeline,
+        written.prefixes,
+        rewritten.weights,
+        None,
+        rewritten.sizes,
+        rewritten.config,
+        path_to_cache=cache,
+        fast_cache_load=True,
     )
     try:
         trusted = call_target("building train/valid/test with fast_cache_load", trusting)
