@@ -297,6 +297,7 @@ PROPERTIES: tuple[Property, ...] = (
         check="parity.properties.pipeline:check_cache_reloads",
         arguments=lambda: {"case": _pipeline().pipeline_cases()},
         examples=lambda: [{"case": _pipeline().PIPELINE_CASES[0]}],
+        catches=("megatron-core",),
     ),
     Property(
         name="pipeline/cache-key-separates-configs",
