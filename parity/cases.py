@@ -12,6 +12,7 @@ two-rank sampler (``parity.training.ddp_cases``), each through its own :class:`D
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field, replace
 from typing import Protocol, TypeVar
@@ -20,6 +21,7 @@ import numpy as np
 import torch
 
 from oracle.gpt_indices import num_epochs as oracle_num_epochs
+from oracle.blend_reference import split_documents
 from oracle.gpt_indices import sample_count
 from oracle.nemotron_diffusion import IGNORE_INDEX, TINY_CONFIG
 from parity.dataset_config import GPTDatasetConfig
@@ -43,6 +45,8 @@ class DatasetCase:
     config: GPTDatasetConfig
     serve_order: tuple[int | None, ...] = ()
     last_sample_first: bool = False
+    #: Served from ``.bin``/``.idx`` files to a target that reads them (docs/dataset.md, Files).
+    on_disk: bool = False
 
     @property
     def length(self) -> int:
@@ -56,6 +60,62 @@ def tokens_per_epoch(documents) -> int:
 
 def samples_supplied(config, tokens: int) -> int:
     return sample_count(oracle_num_epochs(tokens, config) * tokens, config)
+
+
+# --- megatron's data pipeline ----------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class PipelineCase:
+    """megatron-core's data pipeline in miniature (docs/dataset.md, The pipeline).
+
+    ``prefixes`` holds the documents of each prefix (written to ``.bin``/``.idx`` files when a check
+    runs); ``weights`` the blend's, one per prefix (None: a single prefix, no blend); ``split`` the
+    split string (``"969,30,1"``; None: every split from the whole of each prefix, megatron's
+    ``blend_per_split``); ``sizes`` the samples wanted for train, valid and test; ``config`` the
+    sample settings, whose ``split`` and ``num_samples`` the pipeline sets per split.
+    """
+
+    prefixes: tuple[tuple[np.ndarray, ...], ...]
+    weights: tuple[float, ...] | None
+    split: str | None
+    sizes: tuple[int, int, int]
+    config: GPTDatasetConfig
+
+    def __post_init__(self) -> None:
+        problem = pipeline_problem(self.prefixes, self.weights, self.split, self.sizes, self.config)
+        if problem:
+            raise ValueError(problem)
+
+    def reference_arguments(self) -> tuple:
+        """What :func:`oracle.gpt_pipeline.oracle_splits` takes: the drawn documents, never the files."""
+        return self.prefixes, self.weights, self.split, self.sizes, self.config
+
+
+def pipeline_problem(prefixes, weights, split, sizes, config) -> str | None:
+    """Why ``case`` is not a pipeline megatron can build (the field and what it allows), or None.
+
+    megatron loops forever over a split whose documents hold no token, so every split the split
+    string keeps must get at least one document, of at least one token, from every prefix."""
+    if not 1 <= len(prefixes) < 32767:
+        return f"prefixes must hold 1 to 32766 prefixes, got {len(prefixes)}"
+    if weights is None and len(prefixes) > 1:
+        return f"weights must be given for a blend of {len(prefixes)} prefixes"
+    if weights is not None and (len(weights) != len(prefixes) or not all(w > 0 for w in weights)):
+        return f"weights must be one positive number per prefix ({len(prefixes)}), got {weights}"
+    if len(sizes) != 3 or not all(isinstance(size, int) and size >= 1 for size in sizes):
+        return f"sizes must be three integers >= 1 (train, valid, test), got {sizes}"
+    if split is not None and not re.fullmatch(r"\d+(\.\d+)?(,\d+(\.\d+)?){0,2}", split):
+        return f"split must be one to three comma-separated weights such as '969,30,1', got {split!r}"
+    if split is not None and not any(float(part) for part in split.split(",")):
+        return f"split must give some split a weight above 0, got {split!r}"
+    if config.num_samples is not None or config.num_epochs is not None:
+        return "config.num_samples and config.num_epochs must be None: a pipeline's sizes say what each split serves"
+    for number, documents in enumerate(prefixes):
+        for name, kept in zip(("train", "valid", "test"), split_documents(split, len(documents))):
+            if kept is not None and not sum(len(documents[d]) for d in kept):
+                return f"split {split!r} gives {name} no token of the {len(documents)} documents of prefixes[{number}]"
+    return None
 
 
 # --- masked-diffusion training windows -----------------------------------------------------------

@@ -180,6 +180,12 @@ def _corners() -> list[dict]:
     return [{"case": case} for case in _dataset().corner_cases()]
 
 
+def _pipeline():
+    from parity.strategies import pipeline
+
+    return pipeline
+
+
 def _diffusion():
     from parity.strategies import diffusion
 
@@ -249,6 +255,96 @@ PROPERTIES: tuple[Property, ...] = (
         check="parity.properties.dataset:check_indices_match_oracle",
         arguments=lambda: {"case": _dataset().dataset_cases()},
         examples=lambda: [{"case": _dataset().UPSTREAM_PR_CASE}, *_corners()],
+    ),
+    # --- megatron's files, its builder, blends, splits, index cache, and mock data (docs/dataset.md) ---
+    Property(
+        name="dataset/files-match-oracle",
+        interface="dataset",
+        check="parity.properties.dataset:check_matches_oracle",
+        arguments=lambda: {"case": _dataset().dataset_cases().map(_dataset().on_disk)},
+        examples=lambda: [{"case": _dataset().on_disk(case)} for case in _dataset().file_cases()],
+        catches=("megatron-core",),
+        only_if="reads_files",
+    ),
+    Property(
+        name="dataset/files-indices-match-reference",
+        interface="dataset",
+        check="parity.properties.dataset:check_indices_match_oracle",
+        arguments=lambda: {"case": _dataset().dataset_cases().map(_dataset().on_disk)},
+        examples=lambda: [{"case": _dataset().on_disk(case)} for case in _dataset().file_cases()],
+        only_if="reads_files",
+    ),
+    Property(
+        name="pipeline/splits-match-reference",
+        interface="pipeline",
+        check="parity.properties.pipeline:check_splits_match_reference",
+        arguments=lambda: {"case": _pipeline().pipeline_cases()},
+        examples=lambda: [{"case": case} for case in _pipeline().PIPELINE_CASES],
+    ),
+    Property(
+        name="pipeline/blend-matches-reference",
+        interface="pipeline",
+        check="parity.properties.pipeline:check_blend_matches_reference",
+        arguments=lambda: {"case": _pipeline().pipeline_cases()},
+        examples=lambda: [{"case": case} for case in _pipeline().PIPELINE_CASES],
+    ),
+    Property(
+        name="pipeline/samples-match-oracle",
+        interface="pipeline",
+        check="parity.properties.pipeline:check_pipeline_matches_oracle",
+        arguments=lambda: {"case": _pipeline().pipeline_cases()},
+        examples=lambda: [{"case": case} for case in _pipeline().PIPELINE_CASES],
+        catches=("megatron-core",),
+    ),
+    Property(
+        name="pipeline/cache-reloads",
+        interface="pipeline",
+        check="parity.properties.pipeline:check_cache_reloads",
+        arguments=lambda: {"case": _pipeline().pipeline_cases()},
+        examples=lambda: [{"case": _pipeline().PIPELINE_CASES[0]}],
+        catches=("megatron-core",),
+    ),
+    Property(
+        name="pipeline/cache-key-separates-configs",
+        interface="pipeline",
+        check="parity.properties.pipeline:check_cache_key_separates_configs",
+        arguments=lambda: {"case": _pipeline().pipeline_cases(), "variation": st.sampled_from(_pipeline().VARIATIONS)},
+        examples=lambda: [
+            {"case": _pipeline().PIPELINE_CASES[0], "variation": variation} for variation in _pipeline().VARIATIONS
+        ],
+        catches=("megatron-core",),
+    ),
+    Property(
+        name="pipeline/fast-cache-load-over-stale-files",
+        interface="pipeline",
+        check="parity.properties.pipeline:check_fast_cache_load_over_stale_files",
+        arguments=lambda: {"case": _pipeline().pipeline_cases()},
+        examples=lambda: [{"case": _pipeline().PIPELINE_CASES[0]}],
+        kind="hazard",
+    ),
+    Property(
+        name="mock/matches-oracle",
+        interface="mock",
+        check="parity.properties.dataset:check_matches_oracle",
+        arguments=lambda: {"case": _dataset().mock_cases()},
+        examples=lambda: [{"case": _dataset().MEGATRON_MOCK_CASE}],
+        catches=("megatron-core:mock",),
+        hunted=True,
+    ),
+    Property(
+        name="mock/resume-agrees",
+        interface="mock",
+        check="parity.properties.dataset:check_resume_agrees",
+        arguments=lambda: {"resumed": _dataset().mock_cases().map(lambda case: (case, case.length - 1))},
+        examples=lambda: [{"resumed": (_dataset().MEGATRON_MOCK_CASE, 1)}],
+        catches=("megatron-core:mock",),
+    ),
+    Property(
+        name="mock/indices-match-reference",
+        interface="mock",
+        check="parity.properties.dataset:check_indices_match_oracle",
+        arguments=lambda: {"case": _dataset().mock_cases()},
+        examples=lambda: [{"case": _dataset().MEGATRON_MOCK_CASE}],
     ),
     Property(
         name="diffusion/window-parity",

@@ -31,7 +31,7 @@ from parity.releases import install_command
 from parity.usage import UsageError
 
 ENTRY_POINT_GROUP = "parity.targets"
-Interface = Literal["dataset", "loss", "trainer"]
+Interface = Literal["dataset", "pipeline", "mock", "loss", "trainer"]
 
 
 def load_attribute(path: str) -> Any:
@@ -117,10 +117,18 @@ class Target:
     dataset: str | None = None
     loss: str | None = None
     trainer: str | None = None
+    #: megatron's data pipeline: ``(prefixes, weights, split, sizes, config, *, path_to_cache,
+    #: fast_cache_load=False) -> [train, valid, test]`` over files on disk (docs/dataset.md, The pipeline).
+    pipeline: str | None = None
+    #: A dataset factory that serves only upstream's mock documents (docs/dataset.md, Mock data).
+    mock: str | None = None
     #: Whether every returned tensor owns its memory. True: aliasing (tokens/labels sharing
     #: storage, cached tensors handed out by reference) fails the suite. False: it is reported as
     #: a hazard beside a passing verdict (docs/dataset.md, Hazards).
     promises_copies: bool = False
+    #: Whether the dataset factory reads documents written to disk: given documents with a
+    #: ``path_prefix``, it serves them from those ``.bin``/``.idx`` files (docs/dataset.md, Files).
+    reads_files: bool = False
     #: A distribution this built-in target needs (it exists only when that is installed); its
     #: installed version is shown in the report.
     requires: str | None = None
@@ -211,6 +219,8 @@ OPTIONAL_TARGETS: tuple[Target, ...] = (
         description="megatron-core's own GPTDataset, as installed (has the cache bug)",
         expect="fail",
         dataset="parity.dataset.megatron:megatron_dataset",
+        pipeline="parity.dataset.megatron:megatron_pipeline",
+        reads_files=True,
         requires="megatron-core",
         companion="megatron-core:fixed",
         known_crashes=(MEGATRON_INDEX_CRASH,),
@@ -220,8 +230,28 @@ OPTIONAL_TARGETS: tuple[Target, ...] = (
         description="megatron-core's GPTDataset with the upstream fix only: a copy cached on FILL",
         expect="pass",
         dataset="parity.dataset.megatron:fixed_megatron_dataset",
+        pipeline="parity.dataset.megatron:fixed_megatron_pipeline",
+        reads_files=True,
         requires="megatron-core",
         companion="megatron-core",
+        known_crashes=(MEGATRON_INDEX_CRASH,),
+    ),
+    Target(
+        name="megatron-core:mock",
+        description="megatron-core's MockGPTDataset over its MockGPTLowLevelDataset (--mock-data), as installed",
+        expect="fail",
+        mock="parity.dataset.megatron_mock:mock_dataset",
+        requires="megatron-core",
+        companion="megatron-core:mock:fixed",
+        known_crashes=(MEGATRON_INDEX_CRASH,),
+    ),
+    Target(
+        name="megatron-core:mock:fixed",
+        description="megatron-core's MockGPTDataset with the upstream fix only: a copy cached on FILL",
+        expect="pass",
+        mock="parity.dataset.megatron_mock:fixed_mock_dataset",
+        requires="megatron-core",
+        companion="megatron-core:mock",
         known_crashes=(MEGATRON_INDEX_CRASH,),
     ),
 )

@@ -1,9 +1,14 @@
 """The ``megatron-core`` targets: the installed package's own ``GPTDataset`` over the drawn documents.
 
-Only the two things megatron reads from outside are supplied here: a low-level dataset holding the
-documents in memory (``sequence_lengths`` and ``get``, what megatron's ``IndexedDataset`` offers)
-and a tokenizer exposing ``eod``, ``pad`` and ``vocab_size``. Index building (megatron's C++
-helpers), sample assembly, the mask cache and the pad handling are megatron-core's, unchanged.
+Only the two things megatron reads from outside are supplied here: a low-level dataset and a
+tokenizer exposing ``eod``, ``pad`` and ``vocab_size``. The low-level dataset is megatron's own
+``IndexedDataset`` over the ``.bin``/``.idx`` files when the documents were written to disk
+(:mod:`parity.dataset.files`; the dataset then also writes and loads its index cache beside them),
+else the documents held in memory (``sequence_lengths`` and ``get``, what ``IndexedDataset``
+offers), which is quicker for the per-sample properties. Index building (megatron's C++ helpers),
+sample assembly, the mask cache and the pad handling are megatron-core's, unchanged. The pipeline
+(the builder, blends, splits) is :mod:`parity.dataset.megatron_pipeline`, mock data
+:mod:`parity.dataset.megatron_mock`.
 
 ``megatron-core:fixed`` differs in one thing only, the upstream fix of the cache bug: what FILL
 stores is a copy of the masks, not the tensors the first sample goes on to edit in place. It is a
@@ -14,6 +19,8 @@ See docs/dataset.md, "megatron-core as a target".
 
 from __future__ import annotations
 
+import functools
+import os
 from collections.abc import Sequence
 from importlib.metadata import PackageNotFoundError, version
 
@@ -63,7 +70,7 @@ class HarnessTokenizer:
         self.unique_identifiers = {"class": type(self).__name__, "vocab_size": vocab_size, "eod": eod, "pad": pad}
 
 
-def _import_megatron():
+def import_megatron():
     """megatron.core.datasets.gpt_dataset, imported quietly: its import warns that the optional GPU
     kernels (Transformer Engine, Apex) are missing, and every index build without a cache folder
     logs a warning; neither concerns a dataset held in memory."""
@@ -73,12 +80,15 @@ def _import_megatron():
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         from megatron.core.datasets import gpt_dataset
-    logging.getLogger(gpt_dataset.__name__).setLevel(logging.ERROR)
+    logging.getLogger("megatron.core.datasets").setLevel(logging.ERROR)
     return gpt_dataset
 
 
-def _megatron_config(config):
-    MegatronGPTDatasetConfig = _import_megatron().GPTDatasetConfig
+def megatron_config(config, **placement):
+    """megatron's ``GPTDatasetConfig`` for the harness's ``config``; ``placement`` adds the blend,
+    split and cache fields. Without a blend megatron treats the data as mock data and writes no
+    index cache unless given a ``path_to_cache``."""
+    MegatronGPTDatasetConfig = import_megatron().GPTDatasetConfig
 
     return MegatronGPTDatasetConfig(
         random_seed=config.random_seed,
@@ -90,34 +100,59 @@ def _megatron_config(config):
         create_attention_mask=config.create_attention_mask,
         drop_last_partial_validation_sequence=config.drop_last_partial_validation_sequence,
         add_extra_token_to_sequence=config.add_extra_token,
-        # No blend: megatron treats the data as mock data and writes no index cache to disk.
+        **placement,
     )
 
 
 def _build(dataset_class, documents: Sequence[np.ndarray], config):
+    prefix = getattr(documents, "path_prefix", None)
+    if prefix is None:
+        return construct(dataset_class, InMemoryDocuments(documents), config)
+    # megatron's reader over the files, and its index cache beside them, as a user's run has them
+    from megatron.core.datasets.indexed_dataset import IndexedDataset
+
+    placement = {"blend": ([prefix], None), "split": "1", "path_to_cache": os.path.join(documents.folder.name, "cache")}
+    return construct(dataset_class, IndexedDataset(prefix), config, prefix, **placement)
+
+
+def construct(dataset_class, low_level, config, prefix: str | None = None, **placement):
+    """``dataset_class`` (megatron's ``GPTDataset`` or a subclass) over every document of
+    ``low_level``, for the config's split; ``placement`` as for :func:`megatron_config`."""
     if config.num_epochs is not None:
-        raise ConfigDeclined("megatron-core's GPTDataset has no num_epochs (it derives epochs from num_samples)")
+        raise ConfigDeclined(f"megatron-core's {dataset_class.__name__} has no num_epochs (it derives epochs from num_samples)")
     from megatron.core.datasets.utils import Split
 
-    low_level = InMemoryDocuments(documents)
-    return dataset_class(
-        low_level,
-        None,
-        np.arange(len(low_level), dtype=np.int32),
-        config.num_samples,
-        Split[config.split],
-        _megatron_config(config),
-    )
+    indices = np.arange(len(low_level), dtype=np.int32)
+    megatron = megatron_config(config, **placement)
+    return dataset_class(low_level, prefix, indices, config.num_samples, Split[config.split], megatron)
 
 
 def megatron_dataset(documents: Sequence[np.ndarray], config):
     """The ``megatron-core`` target: megatron-core's ``GPTDataset`` exactly as installed."""
-    return _build(_import_megatron().GPTDataset, documents, config)
+    return _build(import_megatron().GPTDataset, documents, config)
 
 
 def fixed_megatron_dataset(documents: Sequence[np.ndarray], config):
     """The ``megatron-core:fixed`` target: the installed ``GPTDataset`` with copy-on-FILL."""
-    return _build(_fixed_class(), documents, config)
+    return _build(fixed_class(), documents, config)
+
+
+# Both read the files when the documents lie on disk (docs/dataset.md, Files).
+megatron_dataset.reads_files = fixed_megatron_dataset.reads_files = True
+
+
+def megatron_pipeline(prefixes, weights, split, sizes, config, *, path_to_cache: str, fast_cache_load: bool = False):
+    """The ``megatron-core`` pipeline: megatron's builder over its ``GPTDataset`` as installed."""
+    from parity.dataset.megatron_pipeline import build_splits
+
+    return build_splits(import_megatron().GPTDataset, prefixes, weights, split, sizes, config, path_to_cache, fast_cache_load)
+
+
+def fixed_megatron_pipeline(prefixes, weights, split, sizes, config, *, path_to_cache: str, fast_cache_load: bool = False):
+    """The ``megatron-core:fixed`` pipeline: megatron's builder over the copy-on-FILL ``GPTDataset``."""
+    from parity.dataset.megatron_pipeline import build_splits
+
+    return build_splits(fixed_class(), prefixes, weights, split, sizes, config, path_to_cache, fast_cache_load)
 
 
 class _CopyOnStore:
@@ -135,20 +170,23 @@ class _CopyOnStore:
         instance.__dict__[self.slot] = None if value is None else value.clone()
 
 
-_FIXED = None
+@functools.cache
+def copy_on_fill(dataset_class: type) -> type:
+    """``dataset_class`` (megatron's ``GPTDataset`` or a subclass) whose FILL stores copies. It keeps
+    the class's name: megatron names its index cache files by it, and the fix must not move them."""
+    return type(
+        dataset_class.__name__,
+        (dataset_class,),
+        {
+            "__doc__": f"megatron-core's {dataset_class.__name__}; FILL (the first sample on the cached path) stores copies.",
+            "__module__": __name__,
+            "cached_attention_mask": _CopyOnStore(),
+            "cached_loss_mask": _CopyOnStore(),
+            "cached_position_ids": _CopyOnStore(),
+        },
+    )
 
 
-def _fixed_class():
+def fixed_class() -> type:
     """Built on first use, so that naming the target never imports megatron."""
-    global _FIXED
-    if _FIXED is None:
-
-        class CopyOnFillGPTDataset(_import_megatron().GPTDataset):
-            """megatron-core's GPTDataset; FILL (the first sample on the cached path) stores copies."""
-
-            cached_attention_mask = _CopyOnStore()
-            cached_loss_mask = _CopyOnStore()
-            cached_position_ids = _CopyOnStore()
-
-        _FIXED = CopyOnFillGPTDataset
-    return _FIXED
+    return copy_on_fill(import_megatron().GPTDataset)

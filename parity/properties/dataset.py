@@ -19,6 +19,7 @@ from torch.utils.data import DataLoader, default_collate
 from oracle.gpt_dataset import OracleGPTDataset
 from parity.cases import DatasetCase
 from parity.crash import call_target
+from parity.dataset.files import written
 from parity.dataset.compare import Hazard, aliasing_hazards, assert_samples_equal, last_sample_position
 from parity.targets import ConfigDeclined, checked_dataset
 
@@ -28,9 +29,12 @@ OPTIONAL_INDEX_ARRAYS = ("sample_index",)
 
 
 def make(factory, case: DatasetCase):
-    """A fresh target instance; a declined config skips the example (docs/dataset.md, Declining)."""
+    """A fresh target instance; a declined config skips the example (docs/dataset.md, Declining).
+    A case ``on_disk`` hands the target its documents also written to ``.bin``/``.idx`` files
+    (docs/dataset.md, Files)."""
+    documents = written(case.documents, case.config.vocab_size) if case.on_disk else list(case.documents)
     try:
-        dataset = call_target("building the dataset", factory, list(case.documents), case.config)
+        dataset = call_target("building the dataset", factory, documents, case.config)
     except ConfigDeclined:
         reject()
     return checked_dataset(dataset)

@@ -24,11 +24,13 @@ from __future__ import annotations
 import functools
 
 import numpy as np
-from hypothesis import event
+from hypothesis import assume, event
 from hypothesis import strategies as st
 
 from oracle.gpt_indices import extra_tokens, sample_count, separate_final_epoch
 from oracle.gpt_indices import num_epochs as oracle_num_epochs
+from dataclasses import replace
+
 from parity.cases import DatasetCase, samples_supplied
 from parity.dataset_config import SPLITS, GPTDatasetConfig
 from parity.strategies.covering import Row, covering_array, every_combination, labels
@@ -221,9 +223,10 @@ CONFIG_SWITCHES = ("split", "drop_last_partial_validation_sequence", "add_extra_
 SWITCHES: dict[str, tuple] = {
     # How many epochs, and what decides it (num_epochs is a harness extension megatron-core declines).
     "epochs": ("one", "one, from num_samples", "num_epochs", "several, from num_samples", "several, final epoch apart"),
-    # Where the token total of all epochs lands: anywhere, exactly on a sample boundary, or exactly on
-    # ``num_samples * L + extra``.
-    "total": ("anywhere", "on a sample boundary", "num_samples reached exactly"),
+    # Where the token total of all epochs lands against the sample boundaries: anywhere, exactly on
+    # one, one token short of one (the last sample lacks its final label), one token past one, or
+    # exactly on ``num_samples * L + extra``.
+    "total": ("anywhere", "on a sample boundary", "one token short", "one token past", "num_samples reached exactly"),
     "pad": ("in the data", "in vocabulary, absent", "out of vocabulary"),
     "documents": ("an empty one", "a one-token one", "none shorter than two"),
     # What a fresh instance serves first (what fills the cache).
@@ -236,11 +239,26 @@ SWITCHES: dict[str, tuple] = {
 }
 #: Combinations the corner cases must hold beyond every pair: the mask switches act together, the
 #: flag only matters on the valid split, and an exact boundary matters with and without the extra token.
+#: How the stream can end against the sample boundaries (docs/dataset.md, Corners).
+ENDS = ("on a sample boundary", "one token short", "one token past")
 REQUIRED = (
     every_combination(SWITCHES, *MASK_SWITCHES)
     + every_combination(SWITCHES, "split", "drop_last_partial_validation_sequence")
     + [{"total": "on a sample boundary", "epochs": "one", "add_extra_token": extra} for extra in (True, False)]
+    + [{"total": end, **combination} for end in ENDS
+       for combination in every_combination(SWITCHES, "split", "drop_last_partial_validation_sequence")]
+    + [{"total": end, "add_extra_token": extra, "pad": pad} for end in ENDS for extra in (True, False)
+       for pad in ("in the data", "out of vocabulary")]
 )
+
+
+def stream_end(leftover: int, sequence_length: int) -> str:
+    """Where a stream whose last ``leftover`` tokens (past the extra) fill no whole sample ends."""
+    if leftover == 0:
+        return "on a sample boundary"
+    if leftover == 1:
+        return "one token past"
+    return "one token short" if leftover == sequence_length - 1 else "anywhere"
 
 
 def possible(row: Row) -> bool:
@@ -267,7 +285,7 @@ def realized_switches(case: DatasetCase) -> Row:
     if config.num_samples is not None and total == config.num_samples * config.sequence_length + extra:
         boundary = "num_samples reached exactly"
     else:
-        boundary = "on a sample boundary" if (total - extra) % config.sequence_length == 0 else "anywhere"
+        boundary = stream_end((total - extra) % config.sequence_length, config.sequence_length)
     if config.pad_id < 0:
         pad = "out of vocabulary"
     else:
@@ -294,17 +312,18 @@ def corner_cases() -> tuple[DatasetCase, ...]:
 
 def corner_case(row: Row, number: int) -> DatasetCase:
     """The case that realizes ``row``; ``number`` seeds its tokens and shuffle and picks L (3 or 5:
-    odd, so that two epochs can end on any boundary)."""
+    odd, so that two epochs can end anywhere against a boundary; 5 where the stream ends "anywhere")."""
     rng = np.random.default_rng(number)
-    length, extra = (3, 5)[number % 2], int(row["add_extra_token"])
+    # 5 where the stream ends "anywhere": neither on a boundary nor one token either side of one.
+    length, extra = 5 if row["total"] == "anywhere" else (3, 5)[number % 2], int(row["add_extra_token"])
     eod_id, pad_id, vocab_size = 0, 7, 12
     # Three documents of more than L tokens: at least three samples per epoch, so that a final epoch
     # supplying one of them is shuffled apart.
     short = {"an empty one": [0], "a one-token one": [1]}.get(row["documents"], [])
     lengths = [*short, *(int(size) for size in rng.integers(length + 1, length + 4, 3))]
     epochs = 1 if row["epochs"].startswith("one") else 2
-    on_boundary = row["total"] != "anywhere"
-    while ((epochs * sum(lengths) - extra) % length == 0) != on_boundary:
+    end = "on a sample boundary" if row["total"] == "num_samples reached exactly" else row["total"]
+    while stream_end((epochs * sum(lengths) - extra) % length, length) != end:
         lengths[-1] += 1
     documents = []
     for size in lengths:
@@ -337,3 +356,62 @@ def corner_case(row: Row, number: int) -> DatasetCase:
     )
     serve_order = {"a batch-padding sample": (None, 1), "shuffle positions": (1, 0)}.get(row["served first"], ())
     return DatasetCase(tuple(documents), config, serve_order, row["served first"] == "the last sample")
+
+
+@st.composite
+def mock_cases(draw) -> DatasetCase:
+    """A dataset of upstream's mock ramps (``MockGPTLowLevelDataset``'s documents, a few of them) with
+    an in-vocabulary pad id that occurs in them (most draws), and a serve order.
+
+    The vocabulary is at least as long as the longest ramp, so the ramps are the same on every
+    megatron-core release (0.16 wraps them at the vocabulary size, 0.14 and 0.15 do not)."""
+    max_length = draw(st.integers(2, 40))
+    vocab_size = max_length + draw(st.integers(0, 8))
+    eod_id = draw(st.sampled_from((0, vocab_size - 1)))
+    pad_id = -1
+    if draw(st.sampled_from((True, True, True, False))):
+        pad_id = draw(st.integers(1, max(1, max_length - 2)))
+        assume(pad_id != eod_id)
+    documents = tuple(mock_documents(draw(st.integers(1, 6)), vocab_size, eod_id, draw(SEEDS), max_length))
+    tokens = sum(len(document) for document in documents)
+    add_extra_token = draw(st.booleans())
+    split = draw(st.sampled_from(SPLITS))
+    drop = draw(st.booleans())
+    keep_partial = split == "valid" and not drop
+    usable = tokens - int(add_extra_token)
+    assume(usable >= 1)
+    longest = max(1, min(24, usable if keep_partial else usable))
+    sequence_length = longest - draw(st.integers(0, longest - 1))
+    reset_position_ids, reset_attention_mask, eod_mask_loss = draw(RESET_FLAGS)
+    config = GPTDatasetConfig(
+        sequence_length=sequence_length, vocab_size=vocab_size, eod_id=eod_id, pad_id=pad_id,
+        add_extra_token=add_extra_token, reset_position_ids=reset_position_ids,
+        reset_attention_mask=reset_attention_mask, eod_mask_loss=eod_mask_loss,
+        create_attention_mask=draw(st.booleans()), split=split, drop_last_partial_validation_sequence=drop,
+        random_seed=draw(SEEDS),
+    )
+    assume(samples_supplied(config, tokens) >= 1)
+    length = samples_supplied(config, tokens)
+    positions = draw(st.lists(st.integers(-1, length - 1), max_size=4))
+    return DatasetCase(documents, config, tuple(None if p == -1 else p for p in positions), draw(st.booleans()))
+
+
+#: megatron's mock data as every release makes it (a vocabulary longer than the ramps, so that
+#: 0.16's wrapping changes nothing): the in-vocabulary pad 7 sits in every document longer than 8.
+MEGATRON_MOCK_CASE = DatasetCase(
+    documents=tuple(mock_documents(num_documents=5, vocab_size=64, eod_id=0, seed=3, max_length=60)),
+    config=GPTDatasetConfig(sequence_length=16, vocab_size=64, eod_id=0, pad_id=7, create_attention_mask=False),
+    serve_order=(0, 1),
+    last_sample_first=True,
+)
+
+
+def on_disk(case: DatasetCase) -> DatasetCase:
+    """``case`` served from ``.bin``/``.idx`` files to a target that reads them (docs/dataset.md, Files)."""
+    return replace(case, on_disk=True)
+
+
+def file_cases() -> tuple[DatasetCase, ...]:
+    """The explicit examples run through files: the upstream trigger and
+    the first corners (which hold an empty and a one-token document)."""
+    return (UPSTREAM_PR_CASE, *corner_cases()[:3])

@@ -107,6 +107,7 @@ def test_every_record_names_a_kind_a_verdict_knows():
     assert {prop.kind for prop in PROPERTIES} <= set(KINDS)
     assert {prop.name: prop.kind for prop in PROPERTIES if prop.kind != "mismatch"} == {
         "dataset/aliasing-hazards": "hazard",
+        "pipeline/fast-cache-load-over-stale-files": "hazard",
         "noise/draws-match-oracle": "noise",
         "noise/masked-fraction-follows-p": "noise",
     }

@@ -2,7 +2,8 @@
 
 One per setting of the three mask switches, one per split with either value of
 ``drop_last_partial_validation_sequence``, one per kind of exact boundary (the token total on a
-sample boundary with and without the extra token, without ``num_samples`` or reaching it exactly).
+sample boundary with and without the extra token, without ``num_samples`` or reaching it exactly; the
+stream one token short of a boundary or one token past one, with and without the extra token).
 Outside its corner each serves exactly what impl serves. Loaded as targets by name
 (``tests.quality.broken_datasets:NAME``): a factory of the harness's config, translated as impl's
 own targets translate it.
@@ -55,6 +56,18 @@ def _boundary(extra: bool, num_samples: bool) -> Corner:
     return corner
 
 
+def _end(extra: bool, leftover: str) -> Corner:
+    """The stream one token short of a sample boundary, or one token past one (without ``num_samples``)."""
+
+    def corner(d: GPTDataset) -> bool:
+        config, total = d.config, d._total_tokens
+        left = (total - config.extra) % config.sequence_length
+        wanted = 1 if leftover == "past" else config.sequence_length - 1
+        return config.add_extra_token_to_sequence == extra and config.sequence_length > 2 and left == wanted
+
+    return corner
+
+
 def _flags(setting) -> str:
     return "".join("TF"[not flag] for flag in setting)
 
@@ -66,6 +79,11 @@ CORNERS: dict[str, Corner] = {
         f"boundary-extra-{_flags((extra,))}-{'num-samples' if given else 'no-num-samples'}": _boundary(extra, given)
         for extra in (True, False)
         for given in (False, True)
+    },
+    **{
+        f"end-one-token-{leftover}-extra-{_flags((extra,))}": _end(extra, leftover)
+        for extra in (True, False)
+        for leftover in ("short", "past")
     },
 }
 
