@@ -49,23 +49,29 @@ def hypothesis_cli() -> str | None:
     return shutil.which("hypothesis", path=str(Path(sys.executable).parent)) or shutil.which("hypothesis")
 
 
-def suite_arguments(target: str, database: str, mode: str, test_names: list[str]) -> list[str]:
-    """pytest's arguments: the property suite against ``target``, only ``test_names``, on ``database``."""
-    return [
-        "--pyargs", "parity.suite", "-p", "parity", "-p", "no:cacheprovider",
-        "--target", target, "--parity-database", database, "--parity-database-mode", mode,
-        "-k", " or ".join(test_names),
-    ]  # fmt: skip
+def suite_arguments(target: str, test_names: list[str]) -> list[str]:
+    """pytest's arguments: the property suite against ``target``, only ``test_names``."""
+    return ["--pyargs", "parity.suite", "-p", "parity", "-p", "no:cacheprovider", "--target", target,
+            "-k", " or ".join(test_names)]  # fmt: skip
+
+
+def database_environment(database: str, mode: str) -> dict[str, str]:
+    """The database setting for pytest's processes, through the environment: a directory named on
+    pytest's command line would count among the paths pytest chooses its rootdir from, which name
+    the tests, which Hypothesis keys the examples by (docs/fleet.md, Keys)."""
+    from parity.database import DATABASE_ENV, MODE_ENV
+
+    return {**os.environ, DATABASE_ENV: database, MODE_ENV: mode}
 
 
 def campaign(
     command: list[str], seconds: float, log, progress: Callable[[str], None], min_round_s: float = MIN_ROUND_S,
-    processes: int = 1,
+    processes: int = 1, env: dict[str, str] | None = None,
 ) -> int:
     """Rounds of ``command`` (``hypothesis fuzz ...``) until ``seconds`` are spent; the rounds run.
     No process of a round outlives it, whether it ends on time, on its own or on an interrupt."""
     # The plugin gives each process its share of the cores, counted as for xdist's workers (parity.threads).
-    env = {**os.environ, "PYTEST_XDIST_WORKER_COUNT": str(processes)}
+    env = {**(env or os.environ), "PYTEST_XDIST_WORKER_COUNT": str(processes)}
     deadline = time.monotonic() + seconds
     rounds = 0
     while rounds == 0 or (left := deadline - time.monotonic()) > min_round_s:
@@ -100,9 +106,11 @@ def fuzz_command(cli: str, processes: int, pytest_args: list[str]) -> list[str]:
     return [cli, "fuzz", "-n", str(processes), "--no-dashboard", "--", "--hypothesis-profile", "nightly", *pytest_args]
 
 
-def replay(pytest_args: list[str]) -> int:
-    """pytest on the saved examples alone: a counterexample fails here with the suite's own message."""
-    return subprocess.call([sys.executable, "-m", "pytest", "-q", *pytest_args, "--parity-replay"])
+def replay(pytest_args: list[str], database: str) -> int:
+    """pytest on the saved examples alone, the database read-only: a counterexample fails here with the
+    suite's own message."""
+    command = [sys.executable, "-m", "pytest", "-q", *pytest_args, "--parity-replay"]
+    return subprocess.call(command, env=database_environment(database, "read-only"))
 
 
 # --- the two commands: python -m parity fuzz / replay ------------------------------------------------
@@ -151,12 +159,12 @@ def _selected(parser, args, mode: str) -> list[str]:
         parser.error(f"--property {not_applicable[0]}: {names[not_applicable[0]].why_not(target)}")
     if not chosen:
         parser.error(f"target {target.name!r} has no property of the table to run")
-    return suite_arguments(target.name, args.database, mode, [prop.test_name for prop in chosen])
+    return suite_arguments(target.name, [prop.test_name for prop in chosen])
 
 
 def replay_main(parser, args) -> int:
     """0 when no saved example fails (or none is saved), 1 when one does, printed as the suite prints it."""
-    return replay(_selected(parser, args, "read-only"))
+    return replay(_selected(parser, args, "read-only"), args.database)
 
 
 def fuzz_main(parser, args, progress: Callable[[str], None]) -> int:
@@ -174,7 +182,7 @@ def fuzz_main(parser, args, progress: Callable[[str], None]) -> int:
     try:
         with open(args.log, "ab") as log:
             rounds = campaign(fuzz_command(cli, args.processes, writing), args.seconds, log, progress,
-                              processes=args.processes)
+                              processes=args.processes, env=database_environment(args.database, "read-write"))
     except CampaignFailed as error:
         print(f"{parser.prog}: {error}; its output is in {args.log}", file=sys.stderr)
         return 1

@@ -48,7 +48,11 @@ def test_the_selection_is_the_targets_properties():
     selected = arguments[arguments.index("-k") + 1].split(" or ")
     assert "test_diffusion__window_parity" in selected and "test_training__any_run_matches" in selected
     assert not any(name.startswith("test_dataset") for name in selected)
-    assert arguments[arguments.index("--parity-database-mode") + 1] == "read-write"
+    # The database travels in the environment: a directory among pytest's arguments would move its rootdir.
+    assert "some/dir" not in arguments
+    assert {"PARITY_DATABASE": "some/dir", "PARITY_DATABASE_MODE": "read-write"}.items() <= (
+        fuzz.database_environment("some/dir", "read-write").items()
+    )
 
 
 def _fake_cli(tmp_path, body: str) -> list[str]:
