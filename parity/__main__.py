@@ -5,6 +5,8 @@
     python -m parity bench           how fast the suite finds each known bug, and what it costs
     python -m parity targets         the registered targets
     python -m parity ddp             the two-rank training cases of one target, as real processes
+    python -m parity fuzz            the property suite against one target as a HypoFuzz campaign (docs/fleet.md)
+    python -m parity replay          a target's saved counterexamples, from the shared example database
 
 Exit status: 0 when every impl column holds and every known bug is caught, 1 otherwise, 2 for a
 usage error (one line naming the option and what it allows, before any work).
@@ -282,12 +284,26 @@ def follow(run, path: str, say, every_s: float = 0.2):
             return value
 
 
+def fuzz(parser: argparse.ArgumentParser, args: argparse.Namespace) -> int:
+    from parity.fuzz import fuzz_main
+
+    return fuzz_main(parser, args, _progress)
+
+
+def replay(parser: argparse.ArgumentParser, args: argparse.Namespace) -> int:
+    from parity.fuzz import replay_main
+
+    return replay_main(parser, args)
+
+
 REPORT_HELP = "side-by-side verdict: known bugs, impl (and any --target) and the oracle, per scenario"
 COMMANDS = {
     "report": (report, REPORT_HELP),
     "bench": (bench, "how fast the property suite finds each known bug, and what it costs"),
     "targets": (targets, "list the registered targets and their interfaces"),
     "ddp": (ddp, "the two-rank training cases of one target, each rank a real process"),
+    "fuzz": (fuzz, "the property suite against one target as a HypoFuzz campaign, into the shared example database"),
+    "replay": (replay, "a target's saved counterexamples from the shared example database, as the suite reports them"),
 }
 
 
@@ -297,6 +313,7 @@ def cli_parser() -> argparse.ArgumentParser:
     from importlib.metadata import version
 
     from parity.bench import add_bench_arguments
+    from parity.fuzz import add_fuzz_arguments, add_replay_arguments
 
     parser = argparse.ArgumentParser(prog="python -m parity", description="the one-command parity verdict before a pull request",
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -307,6 +324,8 @@ def cli_parser() -> argparse.ArgumentParser:
         sub.set_defaults(run=run, parser=sub)
     report_parser(commands.choices["report"])
     add_bench_arguments(commands.choices["bench"])
+    add_fuzz_arguments(commands.choices["fuzz"])
+    add_replay_arguments(commands.choices["replay"])
     ddp_parser = commands.choices["ddp"]
     ddp_parser.add_argument("--target", default="impl", metavar="NAME", help="target whose trainer runs (default: impl)")
     ddp_parser.add_argument("--device", default="cpu", choices=[*DEVICES, "auto"], help="Gloo on cpu, NCCL on cuda")
@@ -325,6 +344,8 @@ def cli_parser() -> argparse.ArgumentParser:
 
 def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else list(argv)
+    if argv[:1] == ["--replay"]:  # python -m parity --replay ...: the replay command
+        argv[0] = "replay"
     if not argv or (argv[0] not in COMMANDS and argv[0] not in ("-h", "--help", "--version")):
         argv = ["report", *argv]
     args = cli_parser().parse_args(argv)

@@ -64,6 +64,26 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         help="a precision finding (float32 arithmetic inside a float64 run) fails a property instead of "
         "being a note on a passing verdict (docs/budget.md)",
     )
+    group.addoption(
+        "--parity-database",
+        default=None,
+        metavar="PATH|redis://HOST:PORT/DB|github-artifact://OWNER/REPO[/ARTIFACT]",
+        help="the example database of every profile, keyed by target and version (default: $PARITY_DATABASE; "
+        "without either, each profile keeps its own) (docs/fleet.md)",
+    )
+    group.addoption(
+        "--parity-database-mode",
+        default=None,
+        metavar="read-only|read-write",
+        help="read-write under the nightly profile, else read-only beside the local .hypothesis/examples "
+        "(default: $PARITY_DATABASE_MODE)",
+    )
+    group.addoption(
+        "--parity-replay",
+        action="store_true",
+        default=False,
+        help="run only the examples the database holds (Hypothesis's reuse phase): nothing drawn, nothing shrunk",
+    )
     parser.addini("parity_suite", type="bool", default=False, help="this project runs the parity property suite")
 
 
@@ -100,7 +120,7 @@ def is_parity_session(config: pytest.Config) -> bool:
 
 @pytest.hookimpl(tryfirst=True)
 def pytest_configure(config: pytest.Config) -> None:
-    config.parity_target = config.parity_remote_code = None
+    config.parity_target = config.parity_remote_code = config.parity_database = None
     if not is_parity_session(config):
         return
     wait_passively()  # a no-op where the conftests already asked (and too late only if one imported torch)
@@ -143,7 +163,33 @@ def pytest_configure(config: pytest.Config) -> None:
 
         os.environ[STRICT_PRECISION_ENV] = "1"
     config.parity_remote_code = _activate_remote_code(config)
+    config.parity_database = _use_database(config)
     share_cores(int(os.environ.get("PYTEST_XDIST_WORKER_COUNT", "1")))
+
+
+def _use_database(config: pytest.Config):
+    """The example database of ``--parity-database`` in the session's profile (parity.database), a bad
+    setting being a usage error; the profile's own database without one."""
+    from hypothesis import settings
+
+    from parity import database
+    from parity.profiles import default_profile
+
+    profile = config.getoption("hypothesis_profile", default=None) or default_profile()
+    try:
+        setting = database.database_setting(
+            config.getoption("--parity-database") or os.environ.get(database.DATABASE_ENV),
+            config.getoption("--parity-database-mode") or os.environ.get(database.MODE_ENV),
+            profile,
+        )
+        replay = config.getoption("--parity-replay")
+        if replay and setting is None and settings.get_profile(profile).database is None:
+            raise database.DatabaseSettingError(f"--parity-replay: the {profile} profile keeps no database; name one "
+                                                f"with --parity-database ({database.FORMS})")
+        database.load_into_profile(profile, setting, config.parity_target, replay)
+    except database.DatabaseSettingError as error:
+        raise pytest.UsageError(str(error)) from None
+    return setting
 
 
 def _activate_remote_code(config: pytest.Config):
@@ -178,6 +224,13 @@ def pytest_report_header(config: pytest.Config) -> list[str] | None:
     source = getattr(config, "parity_remote_code", None)
     if source is not None:
         lines += source.describe()
+    setting = getattr(config, "parity_database", None)
+    if setting is not None:
+        from parity.database import target_prefix
+
+        seeded = config.getoption("hypothesis_seed", default=None) is not None
+        where = "off: --hypothesis-seed switches Hypothesis's database off" if seeded else setting.describe()
+        lines.append(f"parity database: {where}; keys under {target_prefix(target).decode()}")
     return lines or None
 
 

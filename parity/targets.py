@@ -313,6 +313,19 @@ def checked_dataset(value: Any, target: str = "the target") -> Any:
     return value
 
 
+#: Bugs planted for the harness's tests of its own search (docs/fleet.md): selectable by name, never a
+#: column of the report or bench, since the default run is not meant to find them.
+PLANTED_TARGETS: tuple[Target, ...] = (
+    Target(
+        name="planted:rare-corner",
+        description="impl's dataset serving the shuffle reversed, only on the test split with num_epochs=3 and no "
+        "extra token (a rare corner, planted for the fleet search)",
+        expect="fail",
+        dataset="parity.dataset.impl:rare_corner_dataset",
+    ),
+)
+
+
 class UnknownTargetError(LookupError):
     """A target name that neither the built-ins nor an installed entry point defines."""
 
@@ -335,8 +348,9 @@ def default_targets() -> dict[str, Target]:
 
 
 def builtin_targets() -> dict[str, Target]:
-    """The default targets plus the optional built-ins whose package is installed."""
+    """The default targets, the planted ones, and the optional built-ins whose package is installed."""
     targets = default_targets()
+    targets.update({t.name: t for t in PLANTED_TARGETS})
     targets.update({t.name: t for t in OPTIONAL_TARGETS if t.version is not None})
     return targets
 

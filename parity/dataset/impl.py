@@ -43,3 +43,9 @@ def cache_alias_dataset(documents, config: GPTDatasetConfig) -> CacheAliasGPTDat
 
 def cache_accumulate_dataset(documents, config: GPTDatasetConfig) -> CacheAccumulateGPTDataset:
     return CacheAccumulateGPTDataset(documents, impl_config(config))
+
+
+def rare_corner_dataset(documents, config: GPTDatasetConfig):
+    from impl.planted.rare_corner import RareCornerGPTDataset
+
+    return RareCornerGPTDataset(documents, impl_config(config))
