@@ -115,9 +115,10 @@ class References:
     lower: list[OracleRun] = field(default_factory=list)
 
 
-#: The first references (in order, each window reversed) follow the oracle's own trajectory; the last
-#: starts each step from the target's parameters.
-OWN_TRAJECTORY_REFS = 2
+#: The first reference (each window reversed) follows the oracle's own trajectory; the next starts each
+#: step from the target's parameters. The first alone gives the budget a correct target gets at a step
+#: (``parity.budget.Comparison.own_budget``, what the report plots against).
+OWN_TRAJECTORY_REFS = 1
 
 
 def references(case: TrainerCase, records: Sequence[TrainerRecord]) -> References:
@@ -127,7 +128,7 @@ def references(case: TrainerCase, records: Sequence[TrainerRecord]) -> Reference
     tensor is outside its budget: naming a precision finding is all it is for."""
     dtype = torch_dtype(case.dtype)
     along = oracle_run(case, records, dtype, case.device, along=records[0].steps)
-    return References(golden_run(case, records), [along, oracle_run(case, records, dtype, case.device, reverse=True)])
+    return References(golden_run(case, records), [oracle_run(case, records, dtype, case.device, reverse=True), along])
 
 
 def trainer_comparisons(
