@@ -34,7 +34,7 @@ def _environment(tmp_path, name: str, **extra: str) -> dict:
 
 def _suite(*arguments: str) -> list[str]:
     return [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-q", "--pyargs", "parity.suite",
-            "--target", PLANTED, "-k", CATCHING, *arguments]  # fmt: skip
+            "--parity-target", PLANTED, "-k", CATCHING, *arguments]  # fmt: skip
 
 
 def _run(command: list[str], env: dict) -> subprocess.CompletedProcess:
