@@ -5,7 +5,7 @@ finds, so that the next run of any checkout pointed at the same place replays th
 
 - a directory (``PATH``), like Hypothesis's own default ``.hypothesis/examples``, but shared;
 - ``redis://HOST:PORT/DB`` (or ``rediss://``, ``unix://``): a Redis server a fleet of machines shares,
-  through ``hypothesis.extra.redis.RedisExampleDatabase`` (``pip install 'parity-harness[fleet]'``);
+  through ``hypothesis.extra.redis.RedisExampleDatabase`` (the ``fleet`` extra; docs/install.md);
 - ``github-artifact://OWNER/REPO[/ARTIFACT]``: the artifact the fuzz workflow uploads, through
   Hypothesis's ``GitHubArtifactDatabase``, which can only be read.
 
@@ -33,6 +33,7 @@ from hypothesis.database import (
     ReadOnlyDatabase,
 )
 
+from parity.releases import install_command
 from parity.targets import ENTRY_POINT_GROUP, Target
 
 DATABASE_ENV = "PARITY_DATABASE"
@@ -99,7 +100,7 @@ def shared_database(location: str) -> ExampleDatabase:
             from hypothesis.extra.redis import RedisExampleDatabase
         except ImportError:
             raise DatabaseSettingError(
-                f"--parity-database {location}: a Redis database needs redis-py: pip install 'parity-harness[fleet]'"
+                f"--parity-database {location}: a Redis database needs redis-py: {install_command('redis')}"
             ) from None
         return RedisExampleDatabase(redis.Redis.from_url(location))
     if kind == ARTIFACT_SCHEME:

@@ -51,7 +51,7 @@ def hypothesis_cli() -> str | None:
 
 def suite_arguments(target: str, test_names: list[str]) -> list[str]:
     """pytest's arguments: the property suite against ``target``, only ``test_names``."""
-    return ["--pyargs", "parity.suite", "-p", "parity", "-p", "no:cacheprovider", "--target", target,
+    return ["--pyargs", "parity.suite", "-p", "parity", "-p", "no:cacheprovider", "--parity-target", target,
             "-k", " or ".join(test_names)]  # fmt: skip
 
 

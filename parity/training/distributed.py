@@ -127,7 +127,8 @@ def _wait(processes: list[subprocess.Popen], folder: Path, bound: float | None) 
         if any(process.returncode not in (None, 0) for process in processes):
             raise RankFailed(_failure(processes, folder, time.monotonic() - started))
         if bound is not None and time.monotonic() - started > bound:
-            raise RankFailed(_hang(processes, folder, f"the {len(processes)}-rank run timed out after {time.monotonic() - started:.0f} s"))
+            seconds = time.monotonic() - started
+            raise RankFailed(_hang(processes, folder, f"the {len(processes)}-rank run timed out after {seconds:.0f} s"))
         time.sleep(0.05)
     if any(process.returncode != 0 for process in processes):
         raise RankFailed(_failure(processes, folder, time.monotonic() - started))
@@ -210,7 +211,9 @@ def where(frames: list[tuple[str, int, str]]) -> str:
     if collective is None and any(f"{os.sep}autograd{os.sep}" in f for f, _, _ in frames):
         collective = "DDP's gradient all-reduce (in backward)"
     text = f"in `{caller[2]}` ({short_path(caller[0])}:{caller[1]})" if caller else "in torch"
-    return text + (f", waiting in `{collective}`" if collective and " " not in collective else f", waiting in {collective}" if collective else "")
+    if collective:
+        text += f", waiting in `{collective}`" if " " not in collective else f", waiting in {collective}"
+    return text
 
 
 def _tail(path: Path, lines: int = 30) -> str:

@@ -66,10 +66,12 @@ def processes_with(token: str) -> list[int]:
     return found
 
 
-def test_killing_the_launcher_leaves_no_rank_behind():
+def test_killing_the_launcher_leaves_no_rank_behind(tmp_path):
+    """SIGKILL runs no cleanup: the ranks die of their parent-death signal; the folder (under tmp_path) stays."""
     token = f"PARITY_FAULT_TOKEN={os.getpid()}-{time.monotonic_ns()}"
     script = "from parity.training.distributed import launch; launch('parity.training.ddp_selfcheck', ['--hang-rank', '1'], 2, 300)"
-    launcher = subprocess.Popen([sys.executable, "-c", script], env={**os.environ, "PARITY_FAULT_TOKEN": token.split("=")[1]})
+    env = {**os.environ, "PARITY_FAULT_TOKEN": token.split("=")[1], "TMPDIR": str(tmp_path)}
+    launcher = subprocess.Popen([sys.executable, "-c", script], env=env)
     deadline = time.monotonic() + 120
     while len(set(processes_with(token)) - {launcher.pid}) < 2 and time.monotonic() < deadline:
         time.sleep(0.2)

@@ -34,7 +34,7 @@ def _start(port: int, directory) -> subprocess.Popen:
 def redis_url(tmp_path):
     """``redis://127.0.0.1:PORT/0`` of a server of its own. A port taken between the probe and the start
     (the server then exits at once) is retried on another."""
-    redis = pytest.importorskip("redis", reason="redis-py is not installed: pip install 'parity-harness[fleet]'")
+    redis = pytest.importorskip("redis", reason="redis-py is not installed: pip install 'redis>=5.0'")
     if shutil.which("redis-server") is None:
         pytest.skip("redis-server is not installed (Debian: apt-get install redis-server)")
     for _ in range(3):
