@@ -241,6 +241,11 @@ class TrainerCase:
     eval_batch_size: int = 0
     #: the noising's ``eps``, given to a trainer that declares a class attribute ``eps``
     eps: float = PUBLISHED_EPS
+    #: rows per training microbatch (``per_device_train_batch_size``): above 1, a microbatch holds
+    #: padding, and rows with and without an answer side by side (``prompt_only_rows``)
+    train_batch_size: int = 1
+    #: rows (by index over every rank's rows) that are all prompt: nothing to supervise, no EOS padding
+    prompt_only_rows: tuple[int, ...] = ()
     #: bfloat16 or float16 as production runs it with ``TrainingArguments(bf16=True)`` or
     #: ``(fp16=True)``: autocast over float32 weights (False: the weights themselves in ``dtype``).
     #: Judged against the oracle in ``dtype``. float16 is autocast only: its loss scaling is the
@@ -251,8 +256,8 @@ class TrainerCase:
         if self.device not in DEVICES:
             raise ValueError(f"device must be one of cpu, cuda; got {self.device!r}")
         torch_dtype(self.dtype)  # a ValueError naming the allowed values
-        if self.examples_per_rank < 1 or self.window_size < 1 or self.max_length < 2:
-            raise ValueError("examples_per_rank and window_size must be >= 1, max_length >= 2")
+        if self.examples_per_rank < 1 or self.window_size < 1 or self.train_batch_size < 1 or self.max_length < 2:
+            raise ValueError("examples_per_rank, window_size and train_batch_size must be >= 1, max_length >= 2")
         if not 0.0 < self.eps <= 1.0:
             raise ValueError(f"eps must lie in (0, 1], got {self.eps!r}")
         if self.autocast and self.dtype not in AUTOCAST_DTYPES:
@@ -277,6 +282,11 @@ class TrainerCase:
         """Whether the Trainer scales the loss (``fp16=True``): a step may be skipped on overflow."""
         return self.dtype == "float16"
 
+    def rank_of_row(self, row: int, world_size: int) -> int:
+        """The rank row ``row`` is served to: accelerate shards whole batches round-robin (the batches
+        actually served, not this assumption, are what the oracle replays)."""
+        return (row // self.train_batch_size) % world_size
+
     def rank_seed(self, rank: int) -> int:
         """The ``args.seed`` rank ``rank`` trains with."""
         return self.noise_seed + rank if self.seed_per_rank else self.noise_seed
@@ -300,6 +310,38 @@ def at_dtype(value, dtype: str):
     return value
 
 
+@dataclass(frozen=True)
+class EpsDomain:
+    """The eps a trainer accepts: ``(low, high]``, or ``(low, high)`` when ``high_closed`` is False
+    (docs/trainer.md, What a target may bring). The default is the published noising's ``(0, 1]``."""
+
+    low: float = 0.0
+    high: float = 1.0
+    high_closed: bool = True
+
+    def __post_init__(self):
+        if not 0.0 <= self.low < self.high <= 1.0:
+            raise ValueError(f"an eps domain needs 0 <= low < high <= 1, got low={self.low!r}, high={self.high!r}")
+
+    def __contains__(self, eps: float) -> bool:
+        return self.low < eps and (eps <= self.high if self.high_closed else eps < self.high)
+
+    def fit(self, eps: float) -> float:
+        """``eps`` when it lies inside; else the nearest value inside, a thousandth of the domain's width
+        from the edge it passed (1.0 in ``(0, 1)`` runs at 0.999): a drawn case is moved, never wasted."""
+        if eps in self:
+            return eps
+        margin = 1e-3 * (self.high - self.low)
+        return self.low + margin if eps <= self.low else (self.high if self.high_closed else self.high - margin)
+
+    def __str__(self) -> str:
+        return f"({self.low:g}, {self.high:g}{']' if self.high_closed else ')'}"
+
+
+#: The published noising's eps domain, which every trainer has unless its target declares another.
+PUBLISHED_EPS_DOMAIN = EpsDomain()
+
+
 class Draws(Protocol):
     """One source of choices: Hypothesis's ``draw`` (shrinkable) or a seeded ``random.Random``."""
 
@@ -321,24 +363,38 @@ NOTABLE_EPS = (0.05, 0.5, 1.0)
 EMPTY_RANK_ONE_IN = 6
 #: One run in this many is drawn from the whole space; the others where a wrong count can show.
 WHOLE_SPACE_ONE_IN = 4
+#: In a run whose microbatches hold several rows, a row is all prompt one time in this many, so
+#: rows with and without an answer share microbatches.
+PROMPT_ONLY_ONE_IN = 3
 
 
-def draw_trainer_case(draw: Draws, world_size: int = 1, dtypes: Sequence[str] = DTYPES) -> TrainerCase:
+def draw_trainer_case(
+    draw: Draws, world_size: int = 1, dtypes: Sequence[str] = DTYPES, eps_domain: EpsDomain = PUBLISHED_EPS_DOMAIN
+) -> TrainerCase:
     """The declared space of whole runs, weighted towards runs that can reveal a normalisation or
     noise bug: three in four have windows of several microbatches and evaluate in several batches
     (so counts can differ within a window and between batches); the fourth comes from the whole
-    space, single-microbatch windows and no evaluation included. Every choice falls back (shrinks)
-    to the simplest value: the weighted part first, False before True, the published eps first."""
+    space, single-microbatch windows and no evaluation included. Microbatches of one to three rows;
+    with several, some rows are all prompt, beside rows with an answer. The eps stays inside the
+    trainer's ``eps_domain``. Every choice falls back (shrinks) to the simplest value: the weighted
+    part first, False before True, one row per microbatch, the published eps first."""
     weighted = draw.integer(1, WHOLE_SPACE_ONE_IN) < WHOLE_SPACE_ONE_IN
     draw.label("whole run: windows of several microbatches, several evaluation batches" if weighted else "whole run: any")
     rows = draw.integer(2, 6) if weighted else draw.integer(1, 6)
     window_size = draw.integer(2, 3) if weighted else draw.integer(1, 3)
     evaluate = weighted or not draw.boolean()
     eval_batch_size = draw.integer(1, rows - 1) if weighted else draw.integer(0, rows)
+    # In the weighted part, at least two microbatches per rank, so a window can hold several.
+    train_batch_size = draw.integer(1, max(1, rows // 2)) if weighted else draw.integer(1, 3)
+    prompt_only = ()
+    if train_batch_size > 1:
+        draw.label("whole run: microbatches of several rows")
+        prompt_only = tuple(i for i in range(rows * world_size) if draw.integer(1, PROMPT_ONLY_ONE_IN) == PROMPT_ONLY_ONE_IN)
     dtype = draw.choice(dtypes)
     eps = PUBLISHED_EPS
     if draw.boolean():
-        eps = draw.choice(NOTABLE_EPS) if draw.boolean() else draw.fraction(PUBLISHED_EPS, 1.0)
+        notable = [value for value in NOTABLE_EPS if value in eps_domain]
+        eps = draw.choice(notable) if notable and draw.boolean() else draw.fraction(PUBLISHED_EPS, eps_domain.high)
     return TrainerCase(
         examples_per_rank=rows,
         window_size=window_size,
@@ -353,5 +409,7 @@ def draw_trainer_case(draw: Draws, world_size: int = 1, dtypes: Sequence[str] = 
         empty_ranks=tuple(r for r in range(world_size) if draw.integer(1, EMPTY_RANK_ONE_IN) == EMPTY_RANK_ONE_IN),
         evaluate=evaluate,
         eval_batch_size=eval_batch_size,
-        eps=eps,
+        eps=eps_domain.fit(eps),
+        train_batch_size=train_batch_size,
+        prompt_only_rows=prompt_only,
     )

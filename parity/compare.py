@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 from parity.budget import Comparison
 
 #: Every kind a verdict may name (docs/design.md, Verdict kinds).
-KINDS = ("normalisation", "precision", "noise", "non-finite", "crash", "mismatch", "hazard")
+KINDS = ("normalisation", "precision", "noise", "non-finite", "input-contract", "crash", "mismatch", "hazard")
 
 
 
@@ -32,6 +32,8 @@ class Finding:
     message: str
     step: int | None = None
     rank: int | None = None
+    #: The part of a run it belongs to (``train``, ``evaluation``), judged apart; None for a whole check.
+    phase: str | None = None
 
     def describe(self) -> str:
         where = "".join(

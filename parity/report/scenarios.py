@@ -95,7 +95,7 @@ def training_scenario(targets: list[Target], options: Options, progress: Callabl
         figures: dict[str, Any] = {
             "model contract": record.contract,
             "eps": f"{record.eps:g} ({record.eps_source})",
-            "windows": [len(w) for w in record.train_draws],
+            "windows": record.windows,
             "realized masks per window": [sum(int(d.masked_indices.sum()) for d in w) for w in record.train_draws],
             "logged losses": [round(s.loss.item(), 6) for s in record.steps],
         }
@@ -107,8 +107,9 @@ def training_scenario(targets: list[Target], options: Options, progress: Callabl
 
 def _training_figures(comparisons: list, eval_loss: float | None) -> dict[str, Any]:
     """The last step's parameters, the worst gradient, and the oracle's losses (the golden values)."""
-    if not comparisons:  # a run with findings that stop the comparison (noise, crash)
-        return {}
+    if not any(c.step is not None for c in comparisons):  # findings stopped training's comparison (noise, crash)
+        evaluated = [c.golden_value for c in comparisons if c.quantity == "eval loss"]
+        return {"eval loss": eval_loss, "oracle: eval loss": evaluated[0] if evaluated else None} if comparisons else {}
     last = max(c.step for c in comparisons if c.step is not None)
     final = [c for c in comparisons if c.step == last and c.quantity == "param"]
     losses = sorted((c for c in comparisons if c.quantity == "loss"), key=lambda c: c.step)

@@ -8,7 +8,7 @@ from dataclasses import replace
 from hypothesis import event
 from hypothesis import strategies as st
 
-from parity.cases import LOSS_SCALED_EPS, PUBLISHED_EPS, TrainerCase, draw_trainer_case
+from parity.cases import LOSS_SCALED_EPS, PUBLISHED_EPS, PUBLISHED_EPS_DOMAIN, EpsDomain, TrainerCase, draw_trainer_case
 from parity.devices import TRAINER_DTYPES
 
 
@@ -35,17 +35,23 @@ class _HypothesisDraws:
 
 
 @st.composite
-def trainer_cases(draw, dtypes: Sequence[str] = TRAINER_DTYPES) -> TrainerCase:
+def trainer_cases(draw, dtypes: Sequence[str] = TRAINER_DTYPES, eps_domain: EpsDomain = PUBLISHED_EPS_DOMAIN) -> TrainerCase:
     """One rank's whole run, from the declared space (``parity.cases.draw_trainer_case``): every
-    dtype a Trainer may train in; the property rejects float16 on a device that does not scale the loss."""
-    return draw_trainer_case(_HypothesisDraws(draw), dtypes=dtypes)
+    dtype a Trainer may train in; the property rejects float16 on a device that does not scale the
+    loss. ``eps_domain``: a trainer's own (the suite's property draws from the published one and runs
+    a case outside a trainer's domain at the nearest eps inside it)."""
+    return draw_trainer_case(_HypothesisDraws(draw), dtypes=dtypes, eps_domain=eps_domain)
 
 
 #: The pull request's run: 5 examples, micro-batch 1, accumulation 2 (windows 2, 2, 1), plain SGD.
 UPSTREAM_RUN = TrainerCase(eval_batch_size=2)
-#: Three-microbatch windows, rank-local normalisation, evaluation one row at a time, at the published
-#: eps, so that every trainer runs it (docs/trainer.md, What the harness reads).
-RANK_LOCAL_RUN = TrainerCase(window_size=3, eps=PUBLISHED_EPS, average_tokens_across_devices=False, eval_batch_size=1)
+#: A three-microbatch window of two rows each (rows 1 and 4 all prompt, beside rows with an answer: the
+#: EOS rule per row inside a microbatch), rank-local normalisation, evaluation one row at a time, at the
+#: published eps, so that every trainer runs it (docs/trainer.md, What the harness reads).
+RANK_LOCAL_RUN = TrainerCase(
+    window_size=3, eps=PUBLISHED_EPS, average_tokens_across_devices=False, eval_batch_size=1, examples_per_rank=6,
+    train_batch_size=2, prompt_only_rows=(1, 4),
+)
 #: The pull request's run as production trains it: TrainingArguments(bf16=True) over float32 weights.
 UPSTREAM_RUN_BF16 = replace(UPSTREAM_RUN, dtype="bfloat16", autocast=True)
 #: ... and with TrainingArguments(fp16=True), where accelerate scales the loss (CUDA): the first steps

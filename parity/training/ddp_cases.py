@@ -27,15 +27,17 @@ import torch.distributed as dist
 
 from parity.cases import TrainerCase, at_dtype, draw_trainer_case
 from parity.devices import DEVICES, TRAINER_DTYPES, check_dtype_runs_on
-from parity.targets import get_target, load_attribute
+from parity.targets import ConfigDeclined, get_target, load_attribute
 from parity.training.distributed import RankCrashed, init_process_group
 from parity.training.run import TrainerRecord, eps_declined, run_trainer
+from parity.training.shipped import as_shipped
 from parity.training.verdict import trainer_verdict
 from parity.usage import write_atomically
 
 _BASE = TrainerCase(examples_per_rank=4, window_size=2, max_length=10, data_seed=3, noise_seed=7)
 DDP_CASES: dict[str, TrainerCase] = {
-    "unequal-counts": _BASE,
+    # Microbatches of two rows, rank 0's first with a row of all prompt beside one with an answer.
+    "unequal-counts": replace(_BASE, train_batch_size=2, prompt_only_rows=(1,)),
     "one-rank-empty": replace(_BASE, empty_ranks=(1,)),
     "all-ranks-empty": replace(_BASE, empty_ranks=(0, 1)),
     # Eight evaluation rows in batches of three over two ranks: one rank repeats rows to keep the
@@ -68,11 +70,12 @@ class _RandomDraws:
 
 
 def drawn_cases(count: int, seed: int, trainer_class, world_size: int = 2) -> dict[str, TrainerCase]:
-    """``count`` cases drawn from ``seed`` out of the declared space, skipping those the eps rule
-    declines for ``trainer_class`` (as the suite's property does)."""
+    """``count`` cases drawn from ``seed`` out of the declared space, inside the trainer's eps domain,
+    skipping those the eps rule declines for ``trainer_class`` (a ``Trainer`` subclass or what its target
+    ships, ``parity.training.shipped``), as the suite's property does."""
     draws, cases = _RandomDraws(seed), {}
     while len(cases) < count:
-        case = draw_trainer_case(draws, world_size=world_size)
+        case = draw_trainer_case(draws, world_size=world_size, eps_domain=as_shipped(trainer_class).eps_domain)
         if eps_declined(trainer_class, case) is None:
             cases[f"drawn-{seed}-{len(cases)}"] = case
     return cases
@@ -81,6 +84,13 @@ def drawn_cases(count: int, seed: int, trainer_class, world_size: int = 2) -> di
 def realized_counts(record: TrainerRecord) -> list[int]:
     """Masked tokens this rank realized in each window."""
     return [sum(int(draw.masked_indices.sum()) for draw in window) for window in record.train_draws]
+
+
+def declined(reasons: list[str]) -> dict:
+    """A case the trainer's ``__init__`` declined (``ConfigDeclined``) on some rank: skipped, not failed."""
+    reason = next(r for r in reasons if r)
+    return {"holds": True, "declined": reason, "kinds": [], "notes": [f"declined: {reason}"], "comparisons": 0,
+            "failures": 0, "worst": f"declined: {reason}", "worst_ratio": 0.0}
 
 
 def verdict(case: TrainerCase, records: list[TrainerRecord]) -> dict:
@@ -152,14 +162,18 @@ def main(argv: list[str] | None = None) -> int:
             case = at_dtype(case, args.dtype)
         case = replace(case, device=args.device)
         with tempfile.TemporaryDirectory(prefix="parity-ddp-") as output_dir:
-            record = run_trainer(trainer_class, case, output_dir, world_size, rank)
-        if record.crashed and world_size > 1:  # its peers may be inside a collective it will never join
+            try:
+                record: TrainerRecord | str = run_trainer(trainer_class, case, output_dir, world_size, rank)
+            except ConfigDeclined as decline:  # a decline, never a crash: every rank says so below
+                record = str(decline) or "declined"
+        if not isinstance(record, str) and record.crashed and world_size > 1:  # its peers may be inside a collective
             raise RankCrashed(f"the target crashed in case {key}: " + "; ".join(
                 f.message for f in record.findings if f.kind == "crash"))
-        records: list[TrainerRecord | None] = [None] * world_size
+        records: list[TrainerRecord | str | None] = [None] * world_size
         dist.all_gather_object(records, record)
         if rank == 0:
-            verdicts[key] = verdict(case, records)
+            reasons = [r if isinstance(r, str) else "" for r in records]
+            verdicts[key] = declined(reasons) if any(reasons) else verdict(case, records)
     dist.destroy_process_group()  # not on the way out of a failure: a peer may be stuck in a collective
     if rank != 0:
         return 0

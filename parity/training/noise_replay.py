@@ -20,6 +20,7 @@ trainer may draw).
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 import torch
@@ -27,6 +28,7 @@ import torch
 from oracle.nemotron_diffusion import eos_padding_rule
 from oracle.window_reference import Draw
 from parity.compare import Finding
+from parity.training.input_contract import labels_shifted, received_differs, served_batch_differs
 from parity.training.observe import ObservedForward, RunObserver
 
 
@@ -73,6 +75,7 @@ class Forward:
     observed: ObservedForward
     batch: dict[str, torch.Tensor]
     model_ids: torch.Tensor
+    targets: torch.Tensor
     maskable: torch.Tensor
     masked: torch.Tensor
     collated_at: int
@@ -189,44 +192,63 @@ def _went_back(position: int, earlier: int) -> Finding:
     )
 
 
-def _unreplayable(forward: Forward, mask_token_id: int) -> str | None:
-    """Why a forward's masks cannot be the published draws, whatever the account; None when they may be."""
+def _unreplayable(forward: Forward, mask_token_id: int) -> Finding | None:
+    """Why a forward's masks cannot be the published draws, whatever the account; None when they may be.
+    What the model received in another shape, or with shifted labels, is an input-contract finding."""
     given, masked, maskable = forward.observed.kwargs or {}, forward.masked, forward.maskable
-    if masked.shape != maskable.shape:
-        return f"the model received ids of shape {tuple(masked.shape)} for a batch of {tuple(maskable.shape)}"
+    received = received_differs(forward.observed.noisy_ids, forward.model_ids, mask_token_id)
+    if received:
+        return Finding("input-contract", f"{forward.name}: {received}")
+    shifted = labels_shifted(given["labels"], forward.targets) if given.get("labels") is not None else None
+    if shifted:
+        return Finding("input-contract", f"{forward.name}: {shifted}")
     if "labels" in given and "masked_indices" not in given and bool((given["input_ids"] == mask_token_id).any()):
-        return (
-            "the model was given labels without masked_indices and ids that already hold the mask token: "
-            "it noised them again (docs/diffusion-model.md, The model contract)"
-        )
-    outside = int((masked & ~maskable).sum())
-    if outside:
-        return f"{outside} masked positions are not maskable under the EOS rule"
-    if not torch.equal(forward.observed.noisy_ids, torch.where(masked, mask_token_id, forward.model_ids)):
-        return "the unmasked ids the model received are not the batch under the EOS rule"
+        return Finding("noise", f"{forward.name}: the model was given labels without masked_indices and ids that already "
+                       "hold the mask token: it noised them again (docs/diffusion-model.md, The model contract)")
+    outside = masked & ~maskable
+    if outside.any():
+        row, position = outside.nonzero()[0].tolist()
+        return Finding("noise", f"{forward.name}: {int(outside.sum())} masked positions are not maskable under the EOS rule, "
+                       f"first at row {row} position {position}")
+    expected = torch.where(masked, mask_token_id, forward.model_ids)
+    if not torch.equal(forward.observed.noisy_ids, expected):
+        row, position = (forward.observed.noisy_ids != expected).nonzero()[0].tolist()
+        return Finding("noise", f"{forward.name}: the unmasked ids the model received are not the batch under the EOS rule, "
+                       f"first at row {row} position {position} ({int(forward.observed.noisy_ids[row, position])} received, "
+                       f"{int(expected[row, position])} under the rule)")
     return None
 
 
-def _prepare(observer: RunObserver, mask_token_id: int, eos_token_id: int | None) -> tuple[list[Forward], list[Finding]]:
-    """Pair each forward with its batch (per phase, in order); the findings that need no replay."""
+def _prepare(
+    observer: RunObserver, phases: Sequence[str], mask_token_id: int, eos_token_id: int | None
+) -> tuple[list[Forward], list[Finding]]:
+    """Pair each forward of ``phases`` with its batch (per phase, in order); the findings that need no replay."""
     findings: list[Finding] = []
-    for phase, batches in observer.batches.items():
+    for phase in phases:
+        batches = observer.batches.get(phase, [])
         ran = sum(f.phase == phase for f in observer.forwards)
         if ran != len(batches):
             findings.append(Finding("noise", f"{phase}: the model ran {ran} forward passes for {len(batches)} served batches"))
     if findings:
         return [], findings
-    cursor = {phase: iter(batches) for phase, batches in observer.batches.items()}
+    cursor = {phase: iter(observer.batches.get(phase, [])) for phase in phases}
     forwards = []
     for index, seen in enumerate(observer.forwards):
+        if seen.phase not in cursor:
+            continue
         served = next(cursor[seen.phase])
         batch = served.batch
+        served_differs = served_batch_differs(served.examples, batch, eos_token_id)
+        if served_differs:
+            findings.append(Finding("input-contract", f"{seen.phase} forward {index}: {served_differs}"))
+            continue
         ids, attention, labels = batch["input_ids"], batch.get("attention_mask"), batch.get("labels")
-        model_ids, _, maskable, _ = eos_padding_rule(ids, attention, labels, eos_token_id)
-        forwards.append(Forward(index, seen, batch, model_ids, maskable, seen.noisy_ids == mask_token_id, served.collated_at))
-        why = _unreplayable(forwards[-1], mask_token_id)
+        model_ids, targets, maskable, _ = eos_padding_rule(ids, attention, labels, eos_token_id)
+        forward = Forward(index, seen, batch, model_ids, targets, maskable, seen.noisy_ids == mask_token_id, served.collated_at)
+        forwards.append(forward)
+        why = _unreplayable(forward, mask_token_id)
         if why:
-            findings.append(Finding("noise", f"{forwards[-1].name}: {why}"))
+            findings.append(why)
     return forwards, findings
 
 
@@ -244,14 +266,18 @@ def _passed_values(forward: Forward, p: torch.Tensor) -> list[Finding]:
 
 
 def replay_noise(
-    observer: RunObserver, mask_token_id: int, eos_token_id: int | None, eps: float, eps_source: str, seeded_at: int = 0
+    observer: RunObserver, phases: Sequence[str], mask_token_id: int, eos_token_id: int | None, eps: float, eps_source: str,
+    seeded_at: int = 0,
 ) -> tuple[list[tuple[str, Draw]], list[Finding]]:
-    """Every forward's ``(phase, Draw)`` with its replayed ``p``, in order; or the noise findings.
+    """Every forward of ``phases``' ``(phase, Draw)`` with its replayed ``p``, in order; or the noise and
+    input-contract findings.
 
-    ``eps_source`` says where ``eps`` came from (declared, or the published one assumed); ``seeded_at`` is
+    Training and evaluation are replayed apart (each its own account): evaluation's batches are
+    collated after training ends, so its draws cannot start earlier, and a finding in one leaves
+    the other's account standing. ``eps_source`` says where ``eps`` came from; ``seeded_at`` is
     the timeline position of the seeded state, from which the generator must only move forward.
     """
-    forwards, findings = _prepare(observer, mask_token_id, eos_token_id)
+    forwards, findings = _prepare(observer, phases, mask_token_id, eos_token_id)
     if findings:
         return [], findings
     timeline = Timeline(observer.timeline)

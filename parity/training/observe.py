@@ -30,10 +30,11 @@ WATCHED_FIELDS = ("loss", "logits")
 
 @dataclass
 class ServedBatch:
-    """A batch the collator handed out, and the timeline position just after it was collated."""
+    """A batch the collator handed out, the rows it was made from, and the timeline position just after it was collated."""
 
     batch: dict[str, torch.Tensor]
     collated_at: int
+    examples: list[dict] = field(default_factory=list)
 
 
 @dataclass
@@ -129,10 +130,14 @@ class RunObserver(TrainerCallback):
         return len(self.timeline) - 1
 
     def collator(self, collate):
+        """``collate`` (the harness's, or the one the trainer ships with), recording each batch it
+        serves (its tensors) and the rows it was given, copied before it can change them."""
+
         def observed(examples):
+            rows = [{key: list(value) if isinstance(value, list) else value for key, value in e.items()} for e in examples]
             batch = collate(examples)
-            served = {key: value.detach().cpu().clone() for key, value in batch.items()}
-            self.batches.setdefault(self.phase, []).append(ServedBatch(served, self.snapshot()))
+            served = {key: value.detach().cpu().clone() for key, value in batch.items() if isinstance(value, torch.Tensor)}
+            self.batches.setdefault(self.phase, []).append(ServedBatch(served, self.snapshot(), rows))
             return batch
 
         return observed

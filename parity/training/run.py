@@ -14,7 +14,7 @@ Two class attributes of the trainer are read, never required: ``eps`` (the rule 
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 import torch
 from transformers import PrinterCallback, TrainingArguments
@@ -29,6 +29,7 @@ from parity.devices import backend, check_dtype_runs_on
 from parity.targets import ConfigDeclined
 from parity.training.noise_replay import replay_noise
 from parity.training.observe import RunObserver
+from parity.training.shipped import as_shipped
 from parity.training.window_cases import tiny_model
 
 PAD_ID = 0
@@ -38,32 +39,45 @@ MODEL_CONTRACTS = ("loss-pair", "logits")
 # --- the eps rule (docs/trainer.md, What the harness reads) -------------------------------------------
 
 
-def declares_eps(trainer_class) -> bool:
-    return isinstance(getattr(trainer_class, "eps", None), float)
+def declares_eps(trainer) -> bool:
+    """Whether the trainer's eps can be set per case: a float class attribute ``eps``, or the field of
+    its arguments class that its target names (``ShippedTrainer.eps_argument``)."""
+    shipped = as_shipped(trainer)
+    return shipped.eps_argument is not None or isinstance(getattr(shipped.trainer, "eps", None), float)
 
 
-def eps_source(trainer_class) -> str:
+def eps_source(trainer) -> str:
     """How the eps a run uses was chosen, as every report and message shows it."""
-    return "declared by the trainer" if declares_eps(trainer_class) else f"not declared: the published {PUBLISHED_EPS:g} assumed"
+    shipped = as_shipped(trainer)
+    if shipped.eps_argument is not None:
+        return f"set on {shipped.arguments.__name__}.{shipped.eps_argument}"
+    return "declared by the trainer" if declares_eps(shipped) else f"not declared: the published {PUBLISHED_EPS:g} assumed"
 
 
-def eps_declined(trainer_class, case: TrainerCase) -> str | None:
-    """Why ``trainer_class`` cannot run ``case`` (its eps varies, and the trainer declares none); None if it can."""
-    if declares_eps(trainer_class) or case.eps == PUBLISHED_EPS:
+def eps_declined(trainer, case: TrainerCase) -> str | None:
+    """Why ``trainer`` cannot run ``case`` (its eps varies, and the trainer declares none); None if it can."""
+    if declares_eps(trainer) or case.eps == PUBLISHED_EPS:
         return None
     return (
-        f"{trainer_class.__name__} declares no class attribute eps: the published {PUBLISHED_EPS:g} is assumed, "
+        f"{as_shipped(trainer).__name__} declares no class attribute eps: the published {PUBLISHED_EPS:g} is assumed, "
         f"so a case at eps={case.eps:g} is skipped"
     )
 
 
-def trainer_for_case(trainer_class, case: TrainerCase):
-    """The trainer class at the case's ``eps`` (a subclass setting the class attribute); ``ConfigDeclined``
-    when the eps rule says the trainer cannot run the case."""
-    declined = eps_declined(trainer_class, case)
+def inside_eps_domain(trainer, case: TrainerCase) -> TrainerCase:
+    """The case at the nearest eps the trainer accepts (its target's ``eps_domain``, default ``(0, 1]``)."""
+    return replace(case, eps=as_shipped(trainer).eps_domain.fit(case.eps))
+
+
+def trainer_for_case(trainer, case: TrainerCase) -> type:
+    """The trainer class at the case's ``eps`` (a subclass setting the class attribute; an eps set on
+    the arguments needs none); ``ConfigDeclined`` when the eps rule says the trainer cannot run the case."""
+    declined = eps_declined(trainer, case)
     if declined:
         raise ConfigDeclined(declined)
-    if not declares_eps(trainer_class) or trainer_class.eps == case.eps:
+    shipped = as_shipped(trainer)
+    trainer_class = shipped.trainer
+    if shipped.eps_argument is not None or not declares_eps(shipped) or trainer_class.eps == case.eps:
         return trainer_class
     return type(trainer_class.__name__, (trainer_class,), {"eps": case.eps, "__module__": trainer_class.__module__})
 
@@ -75,13 +89,14 @@ class ContractMismatch(ValueError):
     """A usage error: the trainer's ``model_contract`` is not what the run showed it uses."""
 
 
-def observed_contract(trainer_class, observer: RunObserver) -> str:
+def observed_contract(trainer, observer: RunObserver) -> str:
     """The contract the run showed (``"logits (model(input_ids), .logits read)"``); a
     :class:`ContractMismatch` naming both when a declared ``model_contract`` disagrees."""
     seen = observer.contracts()
     if not seen:
         return "not observed: no forward pass ran"
     described = "; ".join(f"{name} ({how})" for name, how in seen.items())
+    trainer_class = as_shipped(trainer).trainer
     declared = getattr(trainer_class, "model_contract", None)
     if declared is None:
         return described
@@ -99,17 +114,15 @@ def observed_contract(trainer_class, observer: RunObserver) -> str:
 
 
 def training_examples(case: TrainerCase, world_size: int = 1) -> list[dict[str, list[int]]]:
-    """Prompt-answer rows of varied length; row ``i`` is served to rank ``i % world_size``.
-
-    The sequential sampler and accelerate's round-robin sharding make that assignment; the batches
-    the harness's collator actually served, not this assumption, are what the oracle replays.
-    """
+    """Prompt-answer rows of varied length; a row of an empty rank (``TrainerCase.rank_of_row``) or
+    one of ``prompt_only_rows`` is all prompt."""
     generator = torch.Generator().manual_seed(case.data_seed)
     examples = []
     for i in range(case.examples_per_rank * world_size):
         length = int(torch.randint(2, case.max_length + 1, (), generator=generator))
         ids = torch.randint(1, TINY_CONFIG["mask_token_id"], (length,), generator=generator)
-        prompt = length if i % world_size in case.empty_ranks else int(torch.randint(0, length, (), generator=generator))
+        prompt_only = case.rank_of_row(i, world_size) in case.empty_ranks or i in case.prompt_only_rows
+        prompt = length if prompt_only else int(torch.randint(0, length, (), generator=generator))
         labels = torch.cat([torch.full((prompt,), IGNORE_INDEX), ids[prompt:]])
         examples.append({"input_ids": ids.tolist(), "labels": labels.tolist()})
     return examples
@@ -129,10 +142,25 @@ def pad_collate(examples: Sequence[dict[str, list[int]]]) -> dict[str, torch.Ten
     }
 
 
-def training_arguments(case: TrainerCase, output_dir: str, distributed: bool = False, rank: int = 0) -> TrainingArguments:
-    return TrainingArguments(
+#: The ``TrainingArguments`` fields the harness sets on every run, on whatever arguments class the
+#: trainer ships with (docs/trainer.md, What a target may bring); an adapter may not set them.
+CONTROLLED_ARGUMENTS = (
+    "output_dir", "per_device_train_batch_size", "per_device_eval_batch_size", "gradient_accumulation_steps",
+    "num_train_epochs", "learning_rate", "optim", "lr_scheduler_type", "weight_decay", "max_grad_norm", "logging_steps",
+    "save_strategy", "eval_strategy", "report_to", "disable_tqdm", "use_cpu", "seed", "train_sampling_strategy",
+    "remove_unused_columns", "dataloader_num_workers", "average_tokens_across_devices", "ddp_backend", "bf16", "fp16",
+)
+
+
+def training_arguments(
+    case: TrainerCase, output_dir: str, distributed: bool = False, rank: int = 0, trainer=None
+) -> TrainingArguments:
+    """The run's arguments, on the trainer's own arguments class: the controlled fields from the case,
+    the adapter's ``argument_values``, the case's eps on ``eps_argument``, the class's defaults for the rest."""
+    shipped = as_shipped(trainer) if trainer is not None else None
+    controlled = dict(
         output_dir=output_dir,
-        per_device_train_batch_size=1,
+        per_device_train_batch_size=case.train_batch_size,
         per_device_eval_batch_size=case.eval_batch_size or case.examples_per_rank,
         gradient_accumulation_steps=case.window_size,
         num_train_epochs=1,
@@ -157,6 +185,16 @@ def training_arguments(case: TrainerCase, output_dir: str, distributed: bool = F
         bf16=case.autocast and case.dtype == "bfloat16",
         fp16=case.autocast and case.dtype == "float16",
     )
+    if shipped is None:
+        return TrainingArguments(**controlled)
+    taken = sorted(set(shipped.argument_values) & set(controlled))
+    if taken:
+        raise ValueError(
+            f"argument_values sets {', '.join(taken)}, which the harness controls on every run "
+            f"(parity.training.run.CONTROLLED_ARGUMENTS): leave them out"
+        )
+    eps = {} if shipped.eps_argument is None else {shipped.eps_argument: case.eps}
+    return shipped.arguments(**controlled, **shipped.argument_values, **eps)
 
 
 def seeded_state(seed: int) -> torch.Tensor:
@@ -167,6 +205,10 @@ def seeded_state(seed: int) -> torch.Tensor:
 
 
 # --- one rank's run ------------------------------------------------------------------------------------
+
+#: The phases a run is judged in, apart (docs/trainer.md, Training and evaluation judged apart): the
+#: observer's ``train`` forwards, and the ``evaluate`` and ``predict`` forwards of evaluation.
+PHASES = {"train": ("train",), "evaluation": ("evaluate", "predict")}
 
 
 @dataclass
@@ -189,17 +231,27 @@ class TrainerRecord:
     #: scaler skipped it (an overflow of the scaled gradients: the parameters stay as they were).
     loss_scales: list[float] = field(default_factory=list)
     skipped: list[bool] = field(default_factory=list)
+    #: The microbatches of each window the run actually ran (observed, whether or not its noise was replayed).
+    windows: list[int] = field(default_factory=list)
 
     @property
     def crashed(self) -> bool:
-        return any(f.kind == "crash" for f in self.findings)
+        return any(f.kind == "crash" and f.phase != "evaluation" for f in self.findings)
+
+    def judged(self, phase: str) -> bool:
+        """Whether ``phase`` (``train`` or ``evaluation``) has a reference to be held to: it ran, and no
+        finding of its own (a crash, noise, an input-contract difference) stops its comparison."""
+        if self.crashed or any(f.phase == phase and f.kind in STOPPING_KINDS for f in self.findings):
+            return False
+        return bool(self.steps) if phase == "train" else self.eval_loss is not None or bool(self.batch_losses)
 
 
-def _run(trainer, case: TrainerCase, observer: RunObserver) -> tuple[float | None, list[torch.Tensor]]:
-    with bounded(f"`{type(trainer).__name__}.train()`"):  # docs/faults.md, Bounds
-        trainer.train()
-    if not case.evaluate:
-        return None, []
+#: Findings after which a phase has no reference: without the published draws of the batches the
+#: model received, there is nothing to replay.
+STOPPING_KINDS = ("noise", "input-contract", "crash")
+
+
+def _evaluate(trainer, observer: RunObserver) -> tuple[float | None, list[torch.Tensor]]:
     observer.phase = "evaluate"
     eval_loss = trainer.evaluate()["eval_loss"]
     observer.phase = "predict"
@@ -211,61 +263,91 @@ def _run(trainer, case: TrainerCase, observer: RunObserver) -> tuple[float | Non
     return eval_loss, batch_losses
 
 
-def run_trainer(trainer_class, case: TrainerCase, output_dir: str, world_size: int = 1, rank: int = 0) -> TrainerRecord:
+def _build(trainer, case: TrainerCase, model, rows, observer: RunObserver, output_dir: str, world_size: int, rank: int):
+    """The trainer as its target ships it (``parity.training.shipped``), with the observer's collator
+    around whichever collator it ends up with; ``ConfigDeclined`` from its ``__init__`` passes through."""
+    shipped = as_shipped(trainer)
+    processing_class = shipped.tokenizer(model)
+    built = trainer_for_case(shipped, case)(
+        model=model,
+        args=training_arguments(case, output_dir, distributed=world_size > 1, rank=rank, trainer=shipped),
+        train_dataset=rows,
+        eval_dataset=rows if case.evaluate else None,
+        processing_class=processing_class,
+        data_collator=shipped.collator_for(processing_class, pad_collate),
+        callbacks=[observer],
+    )
+    built.data_collator = observer.collator(built.data_collator)
+    built.remove_callback(PrinterCallback)  # the observer, not the console, carries the results
+    return built
+
+
+def run_trainer(trainer, case: TrainerCase, output_dir: str, world_size: int = 1, rank: int = 0) -> TrainerRecord:
     """``Trainer.train()``, ``evaluate()`` and ``prediction_step`` on this rank's share, observed from outside.
 
-    A trainer that raises gives a record with a ``crash`` finding (and whatever it did before);
-    ``ConfigDeclined`` when the eps rule skips the case; ``ContractMismatch`` on a wrong declaration.
+    ``trainer``: a ``Trainer`` subclass or what its target ships (``parity.training.shipped``). The case
+    runs at the nearest eps inside the trainer's domain. A trainer that raises gives a record with a
+    ``crash`` finding (and whatever it did before; a crash in evaluation leaves the training judged);
+    ``ConfigDeclined`` when the eps rule skips the case or the trainer's ``__init__`` declines it;
+    ``ContractMismatch`` on a wrong declaration.
     """
     check_dtype_runs_on(case.dtype, case.device)
-    configured = trainer_for_case(trainer_class, case)
+    trainer = as_shipped(trainer)  # a factory is called once
+    case = inside_eps_domain(trainer, case)
     model = tiny_model(case.model_seed, case.weights_dtype)
     observer = RunObserver(model)
     rows = training_examples(case, world_size)
-    eval_loss, batch_losses, findings, trainer = None, [], [], None
+    eval_loss, batch_losses, findings, built, seeded_at = None, [], [], None, 0
     try:
-        trainer = configured(
-            model=model,
-            args=training_arguments(case, output_dir, distributed=world_size > 1, rank=rank),
-            train_dataset=rows,
-            eval_dataset=rows if case.evaluate else None,
-            data_collator=observer.collator(pad_collate),
-            callbacks=[observer],
-        )
-        trainer.remove_callback(PrinterCallback)  # the observer, not the console, carries the results
-        check_loss_scaling(trainer, case)
-        if not torch.equal(torch.get_rng_state(), seeded_state(case.rank_seed(rank))):
-            findings.append(
-                Finding(
-                    "noise",
-                    f"after construction the global generator is not where args.seed={case.rank_seed(rank)} put it: "
-                    "the trainer re-seeded it or drew from it, so its noise is not the seed's",
+        try:
+            built = _build(trainer, case, model, rows, observer, output_dir, world_size, rank)
+            check_loss_scaling(built, case)
+            if not torch.equal(torch.get_rng_state(), seeded_state(case.rank_seed(rank))):
+                findings.append(
+                    Finding(
+                        "noise",
+                        f"after construction the global generator is not where args.seed={case.rank_seed(rank)} put it: "
+                        "the trainer re-seeded it or drew from it, so its noise is not the seed's",
+                        phase="train",
+                    )
                 )
-            )
-        seeded_at = observer.snapshot()  # from here the generator only moves forward (docs/trainer.md)
-        eval_loss, batch_losses = _run(trainer, case, observer)
-    except UnscaledFloat16:
-        raise
-    except Exception as error:  # the target raised: a crash finding, not a harness error
-        findings = [f for f in findings if f.kind != "noise"] + [Finding("crash", describe_raised(error))]
+            seeded_at = observer.snapshot()  # from here the generator only moves forward (docs/trainer.md)
+            with bounded(f"`{type(built).__name__}.train()`"):  # docs/faults.md, Bounds
+                built.train()
+        except (UnscaledFloat16, ConfigDeclined):
+            raise
+        except Exception as error:  # the target raised: a crash finding, not a harness error
+            findings = [f for f in findings if f.kind != "noise"] + [Finding("crash", describe_raised(error), phase="train")]
+        if case.evaluate and built is not None and not any(f.kind == "crash" for f in findings):
+            try:
+                eval_loss, batch_losses = _evaluate(built, observer)
+            except Exception as error:
+                findings.append(Finding("crash", f"in evaluation: {describe_raised(error)}", phase="evaluation"))
     finally:
         observer.close()
     record = TrainerRecord(
         [], [], eval_loss, batch_losses=batch_losses, findings=findings,
-        contract=observed_contract(trainer_class, observer), eps=case.eps, eps_source=eps_source(trainer_class),
+        contract=observed_contract(trainer, observer), eps=case.eps, eps_source=eps_source(trainer),
+        windows=[b - a for a, b in zip([0, *observer.window_ends], observer.window_ends)],
     )
     if record.crashed:
         return record
     config = model.config
-    replayed, noise = replay_noise(observer, config.mask_token_id, config.eos_token_id, case.eps, record.eps_source,
-                                   seeded_at)
-    record.findings += noise
-    train = [draw for phase, draw in replayed if phase == "train"]
-    bounds = [0, *observer.window_ends]
-    record.train_draws = [train[a:b] for a, b in zip(bounds, bounds[1:])]
-    record.eval_draws = [draw for phase, draw in replayed if phase == "evaluate"]
-    record.batch_draws = [draw for phase, draw in replayed if phase == "predict"]
-    losses = [entry["loss"] for entry in trainer.state.log_history if "loss" in entry]
+    for phase, observed in PHASES.items():
+        if phase == "evaluation" and not record.judged("evaluation"):
+            continue
+        replayed, noise = replay_noise(
+            observer, observed, config.mask_token_id, config.eos_token_id, case.eps, record.eps_source, seeded_at
+        )
+        record.findings += [replace(f, phase=phase) for f in noise]
+        if phase == "train":
+            train = [draw for _, draw in replayed]
+            bounds = [0, *observer.window_ends]
+            record.train_draws = [train[a:b] for a, b in zip(bounds, bounds[1:])] if train else []
+        else:
+            record.eval_draws = [draw for name, draw in replayed if name == "evaluate"]
+            record.batch_draws = [draw for name, draw in replayed if name == "predict"]
+    losses = [entry["loss"] for entry in built.state.log_history if "loss" in entry]
     if not losses:
         return record
     if not len(losses) == len(observer.grads) == len(observer.params) == len(observer.window_ends):

@@ -11,7 +11,7 @@ rank trained on draws the replay explained, every rank's steps, evaluation loss 
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 import torch
 
@@ -20,6 +20,7 @@ from parity.budget import Comparison, along_trajectory, before_each, compare_ten
 from parity.cases import TrainerCase
 from parity.compare import Finding, Verdict, judge
 from parity.devices import LOWER_DTYPE, torch_dtype
+from parity.training.objectives import name_objective
 from parity.training.run import TrainerRecord
 from parity.training.step_compare import compare_steps
 from parity.training.window_cases import tiny_model
@@ -75,6 +76,13 @@ def oracle_run(
     model = tiny_model(case.model_seed, case.weights_dtype).to(device, dtype)
     eos = model.config.eos_token_id
     skipped = skipped_steps(records)
+    if not all(record.judged("train") for record in records) and records[0].steps:
+        # Training is not judged (its noise could not be replayed): evaluation is held on the
+        # target's own trained weights, so that its finding does not hide evaluation's comparison.
+        with torch.no_grad():
+            for name, p in model.named_parameters():
+                p.copy_(records[0].steps[-1].params[name].to(device, dtype))
+        records, along = [replace(record, train_draws=[]) for record in records], None
     windows = [[record.train_draws[k][::-1] if reverse else record.train_draws[k] for record in records]
                for k in range(len(records[0].train_draws))]
 
@@ -132,11 +140,12 @@ def references(case: TrainerCase, records: Sequence[TrainerRecord]) -> Reference
 
 
 def trainer_comparisons(
-    case: TrainerCase, records: Sequence[TrainerRecord], oracle: References | None = None
+    case: TrainerCase, records: Sequence[TrainerRecord], oracle: References | None = None, evaluation: bool = True
 ) -> list[Comparison]:
-    """Every rank's steps, evaluation loss and per-batch losses against the oracle's, each within its
-    budget, its floor a rounding of the working precision (the logged losses pass through the
-    Trainer's float32 accumulator, but carry the working precision's arithmetic)."""
+    """Every rank's steps (when training is judged), evaluation loss and per-batch losses (when
+    ``evaluation`` is) against the oracle's, each within its budget, its floor a rounding of the
+    working precision (the logged losses pass through the Trainer's float32 accumulator, but carry
+    the working precision's arithmetic)."""
     oracle = oracle or references(case, records)
     golden, refs, lower = oracle.golden, oracle.refs, oracle.lower
     precision = torch_dtype(case.dtype)
@@ -147,11 +156,13 @@ def trainer_comparisons(
         on_rank = rank if len(records) > 1 else None
         prefix = f"rank {rank} " if len(records) > 1 else ""
         identity = dict(precision=precision, lower_precision=lower_precision, rank=on_rank)
-        steps = [r.steps for r in refs]
-        comparisons += compare_steps(
-            record.steps, steps, golden.steps, precision, lower=[r.steps for r in lower], lower_precision=lower_precision,
-            rank=on_rank, skipped=skipped, own_refs=OWN_TRAJECTORY_REFS,
-        )
+        if golden.steps:
+            comparisons += compare_steps(
+                record.steps, [r.steps for r in refs], golden.steps, precision, lower=[r.steps for r in lower],
+                lower_precision=lower_precision, rank=on_rank, skipped=skipped, own_refs=OWN_TRAJECTORY_REFS,
+            )
+        if not evaluation:
+            continue
         if record.eval_loss is not None and golden.eval_loss is not None:
             out = torch.tensor(record.eval_loss, dtype=torch.float32)
             eval_refs = [r.eval_loss.to("cpu", torch.float32) for r in refs]
@@ -182,7 +193,7 @@ def trainer_comparisons(
 def uninformative(case: TrainerCase, records: Sequence[TrainerRecord], oracle: References) -> str | None:
     """Why a passing verdict says nothing about the gradients, or None: in a float16 run the loss
     scaler skipped every step; in a bfloat16 or float16 run the case cannot tell the local-mean bug
-    from rounding (``parity.budget.informativeness``; the prediction is the float64 oracle's, on the
+    from rounding (``parity.compare.informativeness``; the prediction is the float64 oracle's, on the
     replayed draws)."""
     skipped = skipped_steps(records)
     if skipped and all(skipped):
@@ -240,35 +251,41 @@ def non_finite(records) -> list[Finding]:
                 name, tensor = bad
                 value = tensor.flatten()[~torch.isfinite(tensor.flatten())][0].item()
                 findings.append(Finding("non-finite", f"non-finite at step {step}, first in {name} ({value})",
-                                        rank=rank if ranked else None))
+                                        rank=rank if ranked else None, phase="train"))
                 break
     return findings
 
 
 def trainer_verdict(case: TrainerCase, records: Sequence[TrainerRecord], *, strict_precision: bool | None = None) -> Verdict:
-    """Findings (noise, crash) of every rank, plus the comparisons when every rank trained."""
+    """Findings (noise, input-contract, crash) of every rank, plus the comparisons of each phase every
+    rank can be held to: training and evaluation are judged apart, so a finding in one does not hide
+    the other's comparison (docs/trainer.md, Training and evaluation judged apart). A run failing
+    ``normalisation`` gets its diagnosis: the objective it computes (``parity.training.objectives``)."""
     ranked = len(records) > 1
-    findings = [Finding(f.kind, f.message, f.step, rank if ranked else None) for rank, r in enumerate(records)
-                for f in r.findings]
+    findings = [replace(f, rank=rank if ranked else None) for rank, r in enumerate(records) for f in r.findings]
     findings += unscaled_overflows(records)
     findings += non_finite(records)
-    # A run whose draws could not be replayed, or whose numbers are not finite, has no reference to be held to:
-    # its findings say why.
-    if any(r.crashed or not r.steps or any(f.kind == "noise" for f in r.findings) for r in records) or any(
-        f.kind == "non-finite" for f in findings
-    ):
-        if not findings:
-            findings.append(Finding("crash", "the trainer logged no optimizer step"))
+    # Numbers that are not finite have no reference to be held to, in either phase: the finding says why.
+    finite = not any(f.kind == "non-finite" for f in findings)
+    train = finite and all(r.judged("train") for r in records)
+    evaluation = finite and all(r.judged("evaluation") for r in records)
+    if not any(r.crashed for r in records) and not train and not any(r.steps for r in records) and not findings:
+        findings.append(Finding("crash", "the trainer logged no optimizer step", phase="train"))
+    if not train and not evaluation:
         return judge([], findings, strict_precision=strict_precision)
     oracle = references(case, records)
-    comparisons = trainer_comparisons(case, records, oracle)
+    comparisons = trainer_comparisons(case, records, oracle, evaluation)
     if case.dtype in LOWER_DTYPE and not all(c.holds for c in comparisons):
         # Only a tensor outside its budget needs the lower dtype's, to be named (a precision finding or not).
         oracle.lower = [oracle_run(case, records, torch_dtype(LOWER_DTYPE[case.dtype]), case.device)]
-        comparisons = trainer_comparisons(case, records, oracle)
-    return judge(
+        comparisons = trainer_comparisons(case, records, oracle, evaluation)
+    verdict = judge(
         comparisons,
         findings,
         strict_precision=strict_precision,
-        uninformative=uninformative(case, records, oracle),
+        uninformative=uninformative(case, records, oracle) if train else None,
     )
+    named = name_objective(case, records, verdict.comparisons) if train and "normalisation" in verdict.failure_kinds else None
+    if named is not None:  # else the diagnosis the verdict already has, if any
+        verdict.diagnosis = named
+    return verdict

@@ -34,6 +34,7 @@ def test_single_process_run_catches_the_pre_fix_trainer_as_a_normalisation_bug(b
     assert any(c.quantity == "loss" for c in failures)
     worst = max(c.ratio for c in failures)
     assert worst > 1e4, f"caught by orders of magnitude, not {worst:.3g}x the budget"
+    assert verdict.diagnosis.startswith("this trainer computes mean_g(S_g / N_g), the local mean"), verdict.diagnosis
 
 
 def test_a_failing_trainer_property_reports_after_a_bounded_number_of_runs(tmp_path_factory):
@@ -82,3 +83,4 @@ def test_two_rank_run_catches_the_local_mean_trainer(tmp_path):
     # With nothing masked anywhere both normalisations give zero; every other case must be caught.
     assert holds == {"unequal-counts": False, "one-rank-empty": False, "all-ranks-empty": True, "rank-local": False}
     assert all("normalisation" in v["kinds"] for v in cases.values() if not v["holds"])
+    assert all("the local mean" in v["diagnosis"] for v in cases.values() if not v["holds"]), "named on two ranks too"
