@@ -1,7 +1,8 @@
 """impl's trainers under every supported transformers release, each with that release's contract.
 
-The range is the harness's (``parity.releases``): importing ``impl.trainer`` under another release
-fails with one line naming both. Inside it, where the Trainer divides a microbatch's loss by the
+impl stands alone, as production code does (it imports nothing from the harness): it states its own
+range, the same one the harness declares for itself (``parity.releases``; a test holds the two
+together), and importing ``impl.trainer`` under another release fails with one line naming both. Inside it, where the Trainer divides a microbatch's loss by the
 accumulation steps changed twice (docs/trainer.md, Gradient accumulation by release), and
 :func:`follow_loss_scaling` says "this loss is already scaled" in the words of the installed release.
 """
@@ -9,18 +10,21 @@ accumulation steps changed twice (docs/trainer.md, Gradient accumulation by rele
 from __future__ import annotations
 
 import transformers
+from packaging.specifiers import SpecifierSet
 
-from parity.releases import UnsupportedRelease, check_supported
+#: The transformers releases impl's trainers are written for (docs/trainer.md, Gradient accumulation by release).
+SUPPORTED_TRANSFORMERS = SpecifierSet(">=5.5,<6")
 
 #: Whether the installed ``Trainer.training_step`` reads ``loss_is_scaled_for_ga`` (from 5.19).
 READS_LOSS_IS_SCALED_FOR_GA = hasattr(transformers.Trainer, "loss_is_scaled_for_ga")
 
 
 def check_transformers_version(installed: str = transformers.__version__) -> None:
-    try:
-        check_supported("transformers", installed)
-    except UnsupportedRelease as error:
-        raise ImportError(str(error)) from None
+    if installed not in SUPPORTED_TRANSFORMERS:
+        raise ImportError(
+            f"transformers {installed} is installed, but impl's trainers support transformers{SUPPORTED_TRANSFORMERS}: "
+            f"pip install 'transformers{SUPPORTED_TRANSFORMERS}'"
+        )
 
 
 def follow_loss_scaling(trainer: transformers.Trainer) -> None:

@@ -122,14 +122,14 @@ def test_a_broken_target_of_yours_leads_with_what_is_wrong(results):
     lines = format_report(with_a_broken_target(results)).splitlines()
     assert lines[0] == "parity: UNEXPECTED verdicts in my-broken (diffusion-window, training-run, properties, distributed)"
     first_screen = " ".join(" ".join(lines[:40]).split())
-    assert ("my-broken, training-run: out = 0.500 x golden on every loss and gradient of step 0: the loss is divided "
-            "by the wrong count") in first_screen
+    # A trainer's wrong count is named by the objective it computes (docs/trainer.md, Naming the objective).
+    assert "my-broken, training-run: this trainer computes mean_g(S_g / N_g), the local mean" in first_screen
     assert "my-broken, diffusion-window: out = 0.995 to 1.257 x golden over every loss and gradient of step 0: not one" \
         in first_screen
     text = "\n".join(lines)
     training = text.split("== training-run:")[1].split("\n== ")[0]
     assert "kinds                               normalisation\n" in training  # the notes' precision is not a kind shown
-    assert "[1] my-broken: failure (UNEXPECTED)\n    normalisation: out = 0.500 x golden" in training
+    assert "[1] my-broken: failure (UNEXPECTED)\n    normalisation: this trainer computes mean_g(S_g / N_g)" in training
     assert "my-broken: 20 notes" in training and "[precision] step 0 param" not in training.split("20 notes")[1]
 
 
@@ -254,7 +254,7 @@ def test_the_page_opens_on_the_verdict_and_links_every_unexpected_failure_open(r
         ("diffusion-window--my-broken", "diffusion-window"), ("training-run--my-broken", "training-run"),
         ("properties--my-broken", "properties"), ("distributed--my-broken", "distributed"),
     ]
-    assert links[1][2].startswith("out = 0.500 x golden on every loss and gradient of step 0")
+    assert links[1][2].startswith("this trainer computes mean_g(S_g / N_g), the local mean")
     for anchor, _, _ in links:
         assert f'<details id="{anchor}" open><summary>' in body
     assert "<details><summary>" in body and body.count(" open><summary>") == 4  # the controls' stay closed

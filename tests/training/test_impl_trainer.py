@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from impl.trainer import WindowedDiffusionTrainer
-from impl.transformers_support import check_transformers_version
+from impl.transformers_support import SUPPORTED_TRANSFORMERS, check_transformers_version
 from parity.releases import supported
 from oracle.nemotron_diffusion import build_tiny_model
 from parity.cases import TrainerCase
@@ -29,3 +29,7 @@ def test_unsupported_transformers_is_refused_at_import():
     check_transformers_version()  # the installed release is supported
     with pytest.raises(ImportError, match=rf"transformers 4\.46\.0 is installed.*{supported('transformers').specifier}"):
         check_transformers_version("4.46.0")
+
+
+def test_impl_states_the_range_the_harness_declares():
+    assert SUPPORTED_TRANSFORMERS == supported("transformers").specifier
