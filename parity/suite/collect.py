@@ -14,7 +14,7 @@ import pytest
 from hypothesis import example, given
 
 from parity.devices import make_deterministic
-from parity.property_table import Property
+from parity.property_record import Property
 from parity.pytest_plugin import device_params
 from parity.suite.budget import ShrinkBudget, suite_settings
 
