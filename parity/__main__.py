@@ -19,7 +19,7 @@ import os
 import sys
 
 from parity.interrupts import run_interruptible
-from parity.threads import wait_passively
+from parity.threads import freeze_heap, wait_passively
 
 wait_passively()  # before parity.devices imports torch
 
@@ -107,6 +107,7 @@ def report(parser: argparse.ArgumentParser, args: argparse.Namespace) -> int:
     from parity.report.scenarios import run_report
     from parity.report.text import format_report
 
+    freeze_heap()  # the report runs many trainers, each ending in a full gc.collect() (parity.threads)
     try:
         device = resolve_device(args.device)
         check_dtype_runs_on(args.dtype, device)

@@ -30,6 +30,7 @@ from parity.hunt import examples_per_second
 from parity.property_table import PROPERTIES, Property, catching
 from parity.report.text_table import text_table
 from parity.targets import builtin_targets, get_target
+from parity.threads import freeze_heap
 
 HUNT_EXAMPLES = 100
 #: The ``dev`` profile's ``max_examples`` (parity.profiles): what the default suite spends per property.
@@ -296,6 +297,7 @@ def bench_main(parser: argparse.ArgumentParser, args: argparse.Namespace) -> int
     except ValueError as error:
         parser.error(str(error))
     make_deterministic(device)
+    freeze_heap()  # the hunts run many trainers, each ending in a full gc.collect() (parity.threads)
     result = run_bench(
         args.seeds, lambda message: print(f"[parity] {message} ...", file=sys.stderr, flush=True), crash_hunt=True,
         dtype=args.dtype, device=device,

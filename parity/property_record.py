@@ -36,9 +36,12 @@ class Property:
     dtypes: tuple[str, ...] = ()
     #: Known-bug targets this property must catch.
     catches: tuple[str, ...] = ()
-    #: Fraction of the profile's ``max_examples``; below 1 marks a whole-run property, which also
-    #: reports unshrunk outside the nightly profile (parity.suite.budget).
+    #: Fraction of the profile's ``max_examples`` drawn at random (besides the explicit examples): below 1
+    #: where an example is a training run, so ``dev`` and ``ci`` stay fast and ``nightly`` still scales it.
     examples_fraction: float = 1.0
+    #: Each example is a whole ``Trainer`` run: reported unshrunk outside the nightly profile
+    #: (parity.suite.budget).
+    whole_run: bool = False
     #: Runs a failing search may spend after its first failure (parity.suite.budget.ShrinkBudget): set
     #: where an example is a training run; None leaves shrinking to Hypothesis's own limits.
     shrink_runs: int | None = None
@@ -49,11 +52,6 @@ class Property:
     only_if: str | None = None
     #: The kind of difference a plain ``AssertionError`` of the check is (docs/design.md, Verdict kinds).
     kind: str = "mismatch"
-
-    @property
-    def whole_run(self) -> bool:
-        """Each example is a whole training run (a fraction of the profile's examples, unshrunk)."""
-        return self.examples_fraction < 1
 
     @property
     def test_name(self) -> str:

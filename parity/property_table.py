@@ -21,7 +21,7 @@ from hypothesis import strategies as st
 
 from parity.devices import DEVICES, DTYPES, TRAINER_DTYPES
 from parity.property_record import Property
-from parity.suite.budget import WHOLE_RUN_SHRINK_RUNS, WINDOW_SHRINK_RUNS
+from parity.suite.budget import WHOLE_RUN_SHRINK_RUNS, WINDOW_EXAMPLES_FRACTION, WINDOW_SHRINK_RUNS
 from parity.targets import Target
 
 
@@ -229,6 +229,7 @@ PROPERTIES: tuple[Property, ...] = (
             *({"case": case} for case in _diffusion().corner_cases()),
         ],
         shrink_runs=WINDOW_SHRINK_RUNS,
+        examples_fraction=WINDOW_EXAMPLES_FRACTION,
         devices=DEVICES,
         catches=("known-bug:local-mean",),
         hunted=True,
@@ -247,6 +248,7 @@ PROPERTIES: tuple[Property, ...] = (
             {"case": _diffusion().DRIFTING_RUN, "rows_per_microbatch": 1},
         ],
         shrink_runs=WINDOW_SHRINK_RUNS,
+        examples_fraction=WINDOW_EXAMPLES_FRACTION,
         devices=DEVICES,
         dtypes=DTYPES,
     ),
@@ -258,6 +260,7 @@ PROPERTIES: tuple[Property, ...] = (
         arguments=lambda: {"case": _diffusion().window_cases(window_size=1)},
         examples=lambda: [{"case": case} for case in _diffusion().corners_where(microbatches_a_window="one")],
         shrink_runs=WINDOW_SHRINK_RUNS,
+        examples_fraction=WINDOW_EXAMPLES_FRACTION,
         devices=DEVICES,
         dtypes=DTYPES,
     ),
@@ -268,6 +271,7 @@ PROPERTIES: tuple[Property, ...] = (
         arguments=lambda: {"case": _diffusion().window_cases(empty_first_window=True)},
         examples=lambda: [{"case": case} for case in _diffusion().corners_where(a_window_masks_nothing=True)],
         shrink_runs=WINDOW_SHRINK_RUNS,
+        examples_fraction=WINDOW_EXAMPLES_FRACTION,
         devices=DEVICES,
         dtypes=DTYPES,
     ),
@@ -311,6 +315,7 @@ PROPERTIES: tuple[Property, ...] = (
         hunted=True,
         shrink_runs=WHOLE_RUN_SHRINK_RUNS,
         examples_fraction=0.3,
+        whole_run=True,
         dtypes=TRAINER_DTYPES,
     ),
 )

@@ -21,7 +21,7 @@ import os
 
 import pytest
 
-from parity.threads import share_cores, wait_passively
+from parity.threads import freeze_heap, share_cores, wait_passively
 
 MARKERS = {
     "cuda": "needs a CUDA device (skips cleanly without one)",
@@ -284,6 +284,11 @@ def _target_crashes(error: BaseException):
         yield error
     for inner in getattr(error, "exceptions", ()):  # several distinct failures: an ExceptionGroup
         yield from _target_crashes(inner)
+
+
+def pytest_collection_finish(session: pytest.Session) -> None:
+    if is_parity_session(session.config):
+        freeze_heap()  # what collection built lives for the session: each Trainer run's gc.collect() skips it
 
 
 @pytest.hookimpl(hookwrapper=True)

@@ -30,29 +30,35 @@ def shrinks_whole_runs() -> bool:
     return settings.get_current_profile_name() in SHRINKING_PROFILES
 
 
-def fraction_of_profile(fraction: float, minimum: int = 3, **overrides) -> settings:
+def fraction_of_profile(fraction: float, minimum: int = 3, *, whole_run: bool = True, **overrides) -> settings:
+    """The profile with ``fraction`` of its examples (at least ``minimum``); a whole run's also without
+    shrinking outside the ``SHRINKING_PROFILES``."""
     examples = max(minimum, int(settings.default.max_examples * fraction))
     phases = tuple(settings.default.phases)
-    if not shrinks_whole_runs():
+    if whole_run and not shrinks_whole_runs():
         phases = tuple(phase for phase in phases if phase != Phase.shrink)
     return settings(max_examples=examples, phases=phases, **overrides)
 
 
-def suite_settings(examples_fraction: float, shrink_runs: int | None) -> settings | None:
-    """What a property's test changes of the profile (None: nothing): a whole-run property's share of
-    the examples (``examples_fraction`` below 1), and, for a property with a shrink budget, leave for
-    its budget (the suite's ``shrink_budget`` fixture, parity/suite/collect.py) to live across the
-    examples of the run (Hypothesis's ``function_scoped_fixture`` health check warns of exactly that,
+def suite_settings(examples_fraction: float, shrink_runs: int | None, whole_run: bool = False) -> settings | None:
+    """What a property's test changes of the profile (None: nothing): its share of the examples
+    (``examples_fraction`` below 1; a ``whole_run`` one also unshrunk outside nightly), and, for a
+    property with a shrink budget, leave for its budget (the suite's ``shrink_budget`` fixture,
+    parity/suite/collect.py) to live across the examples of the run (Hypothesis's ``function_scoped_fixture`` health check warns of exactly that,
     which here is the point)."""
     overrides = {}
     if shrink_runs is not None:
         suppressed = (*settings.default.suppress_health_check, HealthCheck.function_scoped_fixture)
         overrides["suppress_health_check"] = suppressed
     if examples_fraction < 1:
-        return fraction_of_profile(examples_fraction, **overrides)
+        return fraction_of_profile(examples_fraction, whole_run=whole_run, **overrides)
     return settings(**overrides) if overrides else None
 
 
+#: The window properties' share of the profile's drawn examples: each is a few optimizer steps of the tiny
+#: model and its references (0.1 to 0.5 s), and their explicit examples already reach every corner on
+#: purpose (parity.strategies.diffusion, SWITCHES), so ``dev`` and ``ci`` draw 7 more and ``nightly`` 300.
+WINDOW_EXAMPLES_FRACTION = 0.3
 #: Runs a failing window property (each example a few optimizer steps of the tiny model, up to a
 #: second each) may spend after its first failure, in every profile.
 WINDOW_SHRINK_RUNS = 50

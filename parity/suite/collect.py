@@ -55,7 +55,7 @@ def property_test(prop: Property):
     wrapped = given(**strategies)(test)
     for explicit in reversed(prop.explicit_examples()):
         wrapped = example(**explicit)(wrapped)
-    changed = suite_settings(prop.examples_fraction, prop.shrink_runs)
+    changed = suite_settings(prop.examples_fraction, prop.shrink_runs, prop.whole_run)
     if changed is not None:
         wrapped = changed(wrapped)
     wrapped = pytest.mark.parametrize("device", device_params(prop.devices))(wrapped)

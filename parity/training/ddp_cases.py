@@ -28,6 +28,7 @@ import torch.distributed as dist
 from parity.cases import TrainerCase, at_dtype, draw_trainer_case
 from parity.devices import DEVICES, TRAINER_DTYPES, check_dtype_runs_on
 from parity.targets import ConfigDeclined, get_target, load_attribute
+from parity.threads import freeze_heap
 from parity.training.distributed import RankCrashed, init_process_group
 from parity.training.run import TrainerRecord, eps_declined, run_trainer
 from parity.training.shipped import as_shipped
@@ -152,6 +153,7 @@ def main(argv: list[str] | None = None) -> int:
         runs.append((f"{path} {name}", load_attribute(path), DDP_CASES[name]))
 
     init_process_group(args.device)
+    freeze_heap()  # every run below ends in a full gc.collect() (parity.threads)
     rank, world_size = dist.get_rank(), dist.get_world_size()
     verdicts = {}
     for number, (key, trainer_class, case) in enumerate(runs, start=1):

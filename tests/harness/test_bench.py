@@ -1,7 +1,8 @@
 """``python -m parity bench`` in miniature: one seed and a few examples, so every part is exercised.
 
-The tests share one run (a module fixture), so they stay on one xdist worker. The hunts stop at the
-first counterexample (no shrinking), which keeps the run to about 15 s on two cores.
+The tests that read the run share it (a module fixture, one xdist worker). The hunts stop at the
+first counterexample (no shrinking), yet the run still takes 35 s on two cores under ``pytest -n auto``:
+those tests are ``long`` (conftest.py); the dtype selection below runs by default.
 """
 
 from __future__ import annotations
@@ -13,7 +14,10 @@ from parity.bench import SIZE_NOTE, format_bench, hunted_properties, run_bench
 from parity.property_table import PROPERTIES
 from parity.targets import builtin_targets
 
-pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("bench")]
+
+def on_the_run(test):
+    """A test of the miniature run itself: ``long``, on the worker that holds the run."""
+    return pytest.mark.long(pytest.mark.xdist_group("bench")(test))
 
 #: Every known bug some hunted property of the table must catch.
 KNOWN_BUGS = sorted(
@@ -28,6 +32,7 @@ def result() -> dict:
     return run_bench(seeds=1, hunt_examples=50, rate_examples=1, rate_seconds=5.0, shrink=False)
 
 
+@on_the_run
 def test_the_result_has_the_documented_keys(result):
     assert set(result) == {"settings", "hunts", "dataset", "rates", "seconds"}
     assert result["settings"] == {
@@ -40,6 +45,7 @@ def test_the_result_has_the_documented_keys(result):
         assert rate["examples"] == 1 and rate["examples_per_second"] > 0, name
 
 
+@on_the_run
 def test_every_known_bug_is_hunted_and_found(result):
     assert {hunt["target"] for hunt in result["hunts"]} == set(KNOWN_BUGS)
     for hunt in result["hunts"]:
@@ -49,6 +55,7 @@ def test_every_known_bug_is_hunted_and_found(result):
         assert hunt["median_seconds_to_failure"] <= hunt["median_seconds_with_shrinking"]
 
 
+@on_the_run
 def test_the_table_names_every_target_and_property(result):
     text = format_bench(result)
     for name in [*KNOWN_BUGS, *result["rates"]]:

@@ -2,7 +2,9 @@
 
 ``known-bug:local-mean`` (impl's published-contract trainer before the fix) and
 ``known-bug:logits-local-mean`` (the logits-style trainer before its fix) must be caught alone and
-under two-rank DDP, and a failing whole-run property must report after a bounded number of runs.
+under two-rank DDP, and a failing whole-run property must report after a bounded number of runs. The
+default run's two-rank evidence rides on tests/training/test_ddp.py's launch (the pre-fix trainer on the
+cases whose ranks' counts differ); the launch of its own, over every fixed case, is ``long``.
 """
 
 from __future__ import annotations
@@ -73,6 +75,7 @@ def test_a_failing_trainer_property_reports_after_a_bounded_number_of_runs(tmp_p
         assert runs == first_failure + 1, f"{runs - first_failure - 1} shrink runs in a profile that does not shrink"
 
 
+@pytest.mark.long
 @pytest.mark.distributed
 @pytest.mark.xdist_group("distributed")
 def test_two_rank_run_catches_the_local_mean_trainer(tmp_path):

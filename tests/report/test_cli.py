@@ -44,6 +44,7 @@ def test_asking_for_cuda_without_a_gpu_is_a_usage_error(capsys):
     assert "device 'cuda' was asked for, but torch sees no CUDA device" in usage_error(capsys, ["--device", "cuda"])
 
 
+@pytest.mark.long  # a fresh interpreter (10 s); the messages themselves are checked in process above
 def test_a_user_error_prints_no_traceback():
     result = subprocess.run(
         [sys.executable, "-m", "parity", "--only", "nope"], capture_output=True, text=True, timeout=120
