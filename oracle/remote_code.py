@@ -28,12 +28,7 @@ from transformers import PreTrainedConfig
 from transformers.dynamic_module_utils import get_class_from_dynamic_module, get_relative_imports
 
 from oracle.nemotron_diffusion import TINY_CONFIG, build_tiny_model
-from oracle.remote_source import RemoteCodeSource, first_line, resolve_remote_code, sha256_of
-
-#: Names NVIDIA's remote code, as ``--nemotron-remote-code`` does: a local folder holding its
-#: ``config.json`` and ``*.py`` (the weights are not needed) or a Hub id ``ORG/NAME[@REVISION]``.
-#: Once activated it names the resolved folder, which is what every model builder reads.
-REMOTE_CODE_ENV = "PARITY_NEMOTRON_REMOTE_CODE"
+from oracle.remote_source import REMOTE_CODE_ENV, RemoteCodeSource, first_line, resolve_remote_code, sha256_of
 
 _EXPECTED = (
     "a local folder holding NVIDIA's config.json, configuration_*.py and modeling_*.py "

@@ -27,6 +27,12 @@ from huggingface_hub.errors import (
 from huggingface_hub.file_download import repo_folder_name
 from huggingface_hub.utils import validate_repo_id
 
+#: Names NVIDIA's remote code, as ``--nemotron-remote-code`` does: a local folder holding its
+#: ``config.json`` and ``*.py`` (the weights are not needed) or a Hub id ``ORG/NAME[@REVISION]``.
+#: Once activated it names the resolved folder, which is what every model builder reads. Here, not
+#: in oracle.remote_code, so that a process can ask whether anything is named without importing a model.
+REMOTE_CODE_ENV = "PARITY_NEMOTRON_REMOTE_CODE"
+
 #: The only files fetched from a Hub repository: the config (with its ``auto_map``) and the code.
 HUB_FILES = ("config.json", "*.py")
 #: A revision pins the code only when it is a commit: a branch or a tag can be moved.

@@ -119,6 +119,8 @@ PROPERTIES: tuple[Property, ...] = (
         examples=lambda: [{"case": replace(_dataset().MOCK_DATA_CASE, serve_order=()), "batch_size": 2}],
         catches=CACHE_BUGS,
         slow=True,
+        # each example starts two worker processes
+        examples_fraction=0.3,
     ),
     Property(
         name="dataset/indices-match-reference",

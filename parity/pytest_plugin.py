@@ -164,7 +164,8 @@ def pytest_configure(config: pytest.Config) -> None:
         os.environ[STRICT_PRECISION_ENV] = "1"
     config.parity_remote_code = _activate_remote_code(config)
     config.parity_database = _use_database(config)
-    share_cores(int(os.environ.get("PYTEST_XDIST_WORKER_COUNT", "1")))
+    if hasattr(config, "workerinput") or not config.getoption("numprocesses", default=None):
+        share_cores(int(os.environ.get("PYTEST_XDIST_WORKER_COUNT", "1")))  # where tests run (torch), not a controller
 
 
 def _use_database(config: pytest.Config):
@@ -197,10 +198,14 @@ def _activate_remote_code(config: pytest.Config):
     and probed once here, a bad name or code this transformers cannot run being a usage error. An xdist
     worker takes the folder the controller resolved (inherited through the environment), so every
     process runs the same snapshot."""
-    from oracle.remote_code import REMOTE_CODE_ENV, RemoteCodeError, activate_remote_code
+    from oracle.remote_source import REMOTE_CODE_ENV
 
     worker = hasattr(config, "workerinput")
     named = os.environ.get(REMOTE_CODE_ENV) if worker else config.getoption("parity_nemotron_remote_code")
+    if not (named or os.environ.get(REMOTE_CODE_ENV)):
+        return None  # the built-in oracle; importing the model code here would cost an xdist controller 4 s
+    from oracle.remote_code import RemoteCodeError, activate_remote_code
+
     try:
         source = activate_remote_code(named, config.getoption("parity_require_pinned_revision") and not worker)
     except (RemoteCodeError, ValueError) as error:

@@ -22,13 +22,14 @@ import importlib
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from importlib.metadata import entry_points
-from typing import Any, Literal, Protocol, runtime_checkable
-
-import numpy as np
-import torch
+from typing import TYPE_CHECKING, Any, Literal, Protocol, runtime_checkable
 
 from parity.releases import install_command
 from parity.usage import UsageError
+
+if TYPE_CHECKING:  # the Protocols' annotations only: naming a target imports neither (an xdist controller runs no model)
+    import numpy as np
+    import torch
 
 ENTRY_POINT_GROUP = "parity.targets"
 Interface = Literal["dataset", "pipeline", "mock", "loss", "trainer"]

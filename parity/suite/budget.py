@@ -57,8 +57,8 @@ def suite_settings(examples_fraction: float, shrink_runs: int | None, whole_run:
 
 #: The window properties' share of the profile's drawn examples: each is a few optimizer steps of the tiny
 #: model and its references (0.1 to 0.5 s), and their explicit examples already reach every corner on
-#: purpose (parity.strategies.diffusion, SWITCHES), so ``dev`` and ``ci`` draw 7 more and ``nightly`` 300.
-WINDOW_EXAMPLES_FRACTION = 0.3
+#: purpose (parity.strategies.diffusion, SWITCHES), so ``dev`` and ``ci`` draw 5 more and ``nightly`` 200.
+WINDOW_EXAMPLES_FRACTION = 0.2
 #: Runs a failing window property (each example a few optimizer steps of the tiny model, up to a
 #: second each) may spend after its first failure, in every profile.
 WINDOW_SHRINK_RUNS = 50

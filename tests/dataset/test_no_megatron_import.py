@@ -13,6 +13,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 REPOSITORY = Path(__file__).resolve().parents[2]
 
 # Two drawn examples per property (besides the explicit ones) load and run every dataset check; what
@@ -28,6 +30,7 @@ print(json.dumps({"status": int(status), "megatron": sorted(m for m in sys.modul
 """
 
 
+@pytest.mark.long  # a fresh interpreter running properties (11 s under pytest -n auto)
 def test_a_run_on_impl_imports_no_megatron_module():
     environment = {**os.environ, "HYPOTHESIS_PROFILE": "ci", "PYTEST_ADDOPTS": ""}
     environment.pop("PYTEST_XDIST_WORKER", None)

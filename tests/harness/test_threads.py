@@ -24,19 +24,23 @@ import torch
 print(seen[0])
 """
 
-ENTRIES = {
-    "cli": "import parity.__main__",
+ENTRIES = [
+    # The CLI's fresh interpreter is long (conftest.py): the plugin's below is the default run's.
+    pytest.param("import parity.__main__", id="cli", marks=pytest.mark.long),
     # A parity session from an empty folder: the plugin loads the target and shares the cores (torch).
-    "plugin": "import pytest, tempfile; pytest.main(['-q', '-p', 'no:cacheprovider', '-p', 'no:xdist', "
-    "'--parity-target', 'impl', '--collect-only', tempfile.mkdtemp()])",
-}
+    pytest.param(
+        "import pytest, tempfile; pytest.main(['-q', '-p', 'no:cacheprovider', '-p', 'no:xdist', "
+        "'--parity-target', 'impl', '--collect-only', tempfile.mkdtemp()])",
+        id="plugin",
+    ),
+]
 
 
 @pytest.mark.parametrize("entry", ENTRIES)
 def test_passive_waiting_is_set_before_torch_is_imported(entry):
     environment = {key: value for key, value in os.environ.items() if key != "OMP_WAIT_POLICY"}
     result = subprocess.run(
-        [sys.executable, "-c", PROBE.format(entry=ENTRIES[entry])], capture_output=True, text=True, timeout=120, env=environment
+        [sys.executable, "-c", PROBE.format(entry=entry)], capture_output=True, text=True, timeout=120, env=environment
     )
     assert result.returncode == 0, result.stderr
     assert result.stdout.split()[-1] == "PASSIVE" and result.stdout.count("PASSIVE") == 1, result.stdout

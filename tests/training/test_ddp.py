@@ -110,6 +110,7 @@ def test_a_rank_that_hangs_fails_the_run_at_the_timeout():
         launch("parity.training.ddp_selfcheck", ["--hang-rank", "1"], WORLD_SIZE, timeout_s=5)
 
 
+@pytest.mark.long  # the default run's launch above is a healthy group all-reducing; this is the selfcheck command
 def test_a_healthy_group_all_reduces():
     outputs = launch("parity.training.ddp_selfcheck", [], WORLD_SIZE, timeout_s=120)
     assert [line.strip() for line in outputs] == [f"rank {r} of {WORLD_SIZE}: all_reduce ok" for r in range(WORLD_SIZE)]
