@@ -44,6 +44,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TypeVar
 
+import numpy as np
 import torch
 
 REFERENCE_FACTOR = 2.0
@@ -229,7 +230,7 @@ def compare_tensor(
     if energy > 0 and torch.isfinite(out_error).all():
         extra["slope"] = float((out.detach().to("cpu", torch.float64) * golden64).sum()) / energy
     flat = int(out_error.argmax())
-    worst = tuple(int(i) for i in torch.unravel_index(torch.tensor(flat), out_error.shape)) if out_error.dim() else ()
+    worst = tuple(int(i) for i in np.unravel_index(flat, out_error.shape)) if out_error.dim() else ()
     return Comparison(
         name=name,
         error=out_error.max().item(),

@@ -296,9 +296,12 @@ def checked_interface(target: Target, interface: Interface) -> Any:
     if interface == "trainer":
         from transformers import Trainer
 
-        if not (isinstance(value, type) and issubclass(value, Trainer)):
-            got = value.__name__ if isinstance(value, type) else type(value).__name__
-            raise TargetContractError(f"{where}: a trainer target is a transformers.Trainer subclass, got {got}")
+        # A class, or a trainer as it ships (parity.training.shipped.ShippedTrainer: its ``trainer`` is the class).
+        trainer_class = value if isinstance(value, type) else getattr(value, "trainer", value)
+        if not (isinstance(trainer_class, type) and issubclass(trainer_class, Trainer)):
+            got = trainer_class.__name__ if isinstance(trainer_class, type) else type(trainer_class).__name__
+            raise TargetContractError(f"{where}: a trainer target is a transformers.Trainer subclass, or a "
+                                      f"parity.training.shipped.ShippedTrainer naming one, got {got}")
     return value
 
 
@@ -319,8 +322,8 @@ def checked_dataset(value: Any, target: str = "the target") -> Any:
 PLANTED_TARGETS: tuple[Target, ...] = (
     Target(
         name="planted:rare-corner",
-        description="impl's dataset serving the shuffle reversed, only on the test split with num_epochs=3 and no "
-        "extra token (a rare corner, planted for the fleet search)",
+        description="impl's dataset serving the shuffle reversed, only on the test split with num_epochs=3, no "
+        "extra token and an odd sequence length (a rare corner, planted for the fleet search)",
         expect="fail",
         dataset="parity.dataset.impl:rare_corner_dataset",
     ),

@@ -37,8 +37,9 @@ from parity.usage import write_atomically
 
 _BASE = TrainerCase(examples_per_rank=4, window_size=2, max_length=10, data_seed=3, noise_seed=7)
 DDP_CASES: dict[str, TrainerCase] = {
-    # Microbatches of two rows, rank 0's first with a row of all prompt beside one with an answer.
-    "unequal-counts": replace(_BASE, train_batch_size=2, prompt_only_rows=(1,)),
+    # Microbatches of two rows, rank 0's first with a row of all prompt beside one with an answer; two
+    # windows, so that step 1 starts where step 0 left (a re-seed or a NaN from step 1 on shows there).
+    "unequal-counts": replace(_BASE, examples_per_rank=8, train_batch_size=2, prompt_only_rows=(1,)),
     "one-rank-empty": replace(_BASE, empty_ranks=(1,)),
     "all-ranks-empty": replace(_BASE, empty_ranks=(0, 1)),
     # Eight evaluation rows in batches of three over two ranks: one rank repeats rows to keep the
