@@ -66,6 +66,7 @@ def test_the_import_check_sees_every_kind_of_import(tmp_path):
     assert imported_packages(sneaky, root=tmp_path) == {"impl", "parity"}
 
 
+@pytest.mark.long  # a fresh interpreter importing transformers (7 s); the static check above runs by default
 def test_importing_every_oracle_module_loads_neither_impl_nor_parity():
     modules = [
         ".".join(path.relative_to(REPOSITORY).with_suffix("").parts).removesuffix(".__init__")

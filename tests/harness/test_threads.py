@@ -24,23 +24,20 @@ import torch
 print(seen[0])
 """
 
-ENTRIES = [
-    # The CLI's fresh interpreter is long (conftest.py): the plugin's below is the default run's.
-    pytest.param("import parity.__main__", id="cli", marks=pytest.mark.long),
+ENTRIES = {
+    "cli": "import parity.__main__",
     # A parity session from an empty folder: the plugin loads the target and shares the cores (torch).
-    pytest.param(
-        "import pytest, tempfile; pytest.main(['-q', '-p', 'no:cacheprovider', '-p', 'no:xdist', "
-        "'--parity-target', 'impl', '--collect-only', tempfile.mkdtemp()])",
-        id="plugin",
-    ),
-]
+    "plugin": "import pytest, tempfile; pytest.main(['-q', '-p', 'no:cacheprovider', '-p', 'no:xdist', "
+    "'--parity-target', 'impl', '--collect-only', tempfile.mkdtemp()])",
+}
 
 
+@pytest.mark.long  # each entry a fresh interpreter that imports torch (4 s)
 @pytest.mark.parametrize("entry", ENTRIES)
 def test_passive_waiting_is_set_before_torch_is_imported(entry):
     environment = {key: value for key, value in os.environ.items() if key != "OMP_WAIT_POLICY"}
     result = subprocess.run(
-        [sys.executable, "-c", PROBE.format(entry=entry)], capture_output=True, text=True, timeout=120, env=environment
+        [sys.executable, "-c", PROBE.format(entry=ENTRIES[entry])], capture_output=True, text=True, timeout=120, env=environment
     )
     assert result.returncode == 0, result.stderr
     assert result.stdout.split()[-1] == "PASSIVE" and result.stdout.count("PASSIVE") == 1, result.stdout

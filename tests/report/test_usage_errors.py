@@ -114,7 +114,7 @@ def adapters(tmp_path, monkeypatch):
         ("typo", "target 'typo': its dataset interface 'user_adapters:a_lsit' cannot be loaded: AttributeError:"),
         ("no-module", "cannot be loaded: ModuleNotFoundError: No module named 'user_adaptres'"),
         ("not-a-trainer", "target 'not-a-trainer': trainer='user_adapters:NOT_A_TRAINER': a trainer target is a "
-                          "transformers.Trainer subclass, got object"),
+                          "transformers.Trainer subclass, or a parity.training.shipped.ShippedTrainer naming one, got object"),
         ("not-a-loss", "a loss target has prepare_window, window_count, microbatch_loss and loss_is_scaled_for_ga"),
     ],
 )
