@@ -8,9 +8,9 @@ from __future__ import annotations
 
 import pytest
 
-#: Checks too slow for the default run's 90 s (a fault that must time out, a browser, a server, a
-#: fresh virtual environment). Deselected by ``addopts`` in pyproject.toml; ``.ci/run`` runs them on a
-#: line of their own, ``pytest -n auto -m long``.
+#: Checks too slow for the default run's 90 s (a fresh interpreter, a fault that must time out, a
+#: browser, a server, a fresh virtual environment). Deselected by ``addopts`` in pyproject.toml;
+#: ``.ci/run`` runs them on a line of their own, ``pytest -n auto -m long`` (docs/running.md).
 LONG = "long: too slow for the default run; .ci/run runs them apart (pytest -m long)"
 
 

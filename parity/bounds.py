@@ -20,7 +20,7 @@ import signal
 import threading
 import time
 import traceback
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 
 TEST_BOUND_ENV = "PARITY_TEST_BOUND_S"
@@ -52,6 +52,9 @@ class CallTimedOut(BaseException):
 
 
 _ARMED = threading.local()
+#: Called with every bounded call's name as it starts: where a target may end its process, the last one
+#: started is kept where the parent can read it (parity/report/isolation.py).
+on_call: Callable[[str], None] | None = None
 
 
 @contextmanager
@@ -61,6 +64,8 @@ def bounded(what: str, seconds: float | None = None) -> Iterator[None]:
     Off the main thread, or where another ``SIGALRM`` timer is set (pytest-timeout's signal method),
     the body runs unbounded here and the per-test bound is what holds.
     """
+    if on_call is not None:
+        on_call(what)
     seconds = call_bound() if seconds is None else seconds
     main = threading.current_thread() is threading.main_thread()
     if seconds is None or getattr(_ARMED, "what", None) or not main or signal.getitimer(signal.ITIMER_REAL)[0]:

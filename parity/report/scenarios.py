@@ -17,8 +17,9 @@ from typing import Any
 import torch
 
 from parity.report.dataset import dataset_scenario
+from parity.report.isolation import ChildEnded, fork_available, run_in_child
 from parity.report.model import VERDICT_ROW, Column, Options, ScenarioResult, verdict_column
-from parity.targets import Target
+from parity.targets import Target, builtin_targets
 
 # --- diffusion window ----------------------------------------------------------------------------
 
@@ -232,17 +233,60 @@ def run_report(
             results.append(ScenarioResult(scenario.name, FLOAT16_ONLY_THROUGH_TRAINER, "-"))
             continue
         columns = [t for t in targets if scenario.interface == "any" or t.provides(scenario.interface)]
-        try:
-            result = scenario.run(columns, options, progress) if columns else None
-        except Exception as error:  # failed to build or run: a failed cell, the error in full beneath
-            message = f"{type(error).__name__}: {first_line(error, 64)}"
-            result = ScenarioResult(scenario.name, "failed to build or run", "-")
-            result.columns.append(
-                Column("error", "pass", None, {"error": message}, error=message,
-                       failures={VERDICT_ROW: f"{type(error).__name__}: {error}"})
-            )
+        isolated = [t for t in columns if t.name not in builtin_targets() and fork_available(options.device)]
+        trusted = [t for t in columns if t not in isolated]
+        # A target of yours cannot take the other columns with it (isolation.py): each runs in a child.
+        results_of_yours = [_run_isolated(scenario, target, options, progress) for target in isolated]
+        result = _run_scenario(scenario, trusted, options, progress) if trusted else None
+        result = _merged(result, results_of_yours)
         if result is not None and result.columns:
             for column in result.columns:
                 column.control = column.expect != "reference" and column.name not in order
             results.append(result)
     return results
+
+
+#: The title of a scenario whose only column is a target that ended its process.
+CHILD_ENDED = "the target ended the process"
+
+
+def _run_scenario(
+    scenario: Scenario, targets: list[Target], options: Options, progress: Callable[[str], None], name: str = "error"
+) -> ScenarioResult:
+    """The scenario's result; one that failed to build or run is a failed cell named ``name``, the error
+    in full beneath."""
+    try:
+        return scenario.run(targets, options, progress)
+    except Exception as error:
+        message = f"{type(error).__name__}: {first_line(error, 64)}"
+        result = ScenarioResult(scenario.name, "failed to build or run", "-")
+        result.columns.append(
+            Column(name, "pass", None, {"error": message}, error=message,
+                   failures={VERDICT_ROW: f"{type(error).__name__}: {error}"})
+        )
+        return result
+
+
+def _run_isolated(scenario: Scenario, target: Target, options: Options, progress: Callable[[str], None]) -> ScenarioResult:
+    """``target``'s result of the scenario, computed in a forked child; a child that ends without one
+    (os._exit, a signal) is a crash column: never as expected (docs/faults.md)."""
+    try:
+        return run_in_child(lambda: _run_scenario(scenario, [target], options, progress, name=target.name))
+    except ChildEnded as ended:
+        result = ScenarioResult(scenario.name, CHILD_ENDED, "-")
+        result.columns.append(Column(target.name, target.expect, None, {"crash": str(ended)}, crashed=str(ended),
+                                     failures={VERDICT_ROW: str(ended)}, diagnosis=str(ended)))
+        return result
+
+
+def _merged(result: ScenarioResult | None, yours: list[ScenarioResult]) -> ScenarioResult | None:
+    """The isolated targets' columns, in order, before ``result``'s; one oracle column, the first found."""
+    if not yours:
+        return result
+    parts = [*yours, *([result] if result is not None else [])]
+    columns, reference = [], None
+    for part in parts:
+        columns += [column for column in part.columns if column.expect != "reference"]
+        reference = reference or next((column for column in part.columns if column.expect == "reference"), None)
+    base = result if result is not None else next((part for part in parts if part.title != CHILD_ENDED), parts[0])
+    return replace(base, columns=[*columns, *([reference] if reference else [])])

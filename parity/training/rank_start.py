@@ -28,10 +28,16 @@ _PR_SET_PDEATHSIG = 1
 def die_with_launcher() -> None:
     """``PR_SET_PDEATHSIG`` (Linux): the kernel kills this process when the launcher dies, however it dies."""
     launcher = os.environ.get(LAUNCHER_ENV)
-    if launcher is None or not sys.platform.startswith("linux"):
+    if launcher is not None:
+        die_with_parent(int(launcher))
+
+
+def die_with_parent(parent: int) -> None:
+    """The kernel kills this process when ``parent`` (its parent now) dies (Linux; elsewhere a no-op)."""
+    if not sys.platform.startswith("linux"):
         return
     ctypes.CDLL(None, use_errno=True).prctl(_PR_SET_PDEATHSIG, signal.SIGKILL)
-    if os.getppid() != int(launcher):  # the launcher died before the signal was armed
+    if os.getppid() != parent:  # the parent died before the signal was armed
         os._exit(1)
 
 

@@ -1,0 +1,103 @@
+"""A target of yours runs each report scenario in a child process (docs/faults.md, Targets that end the process).
+
+A target can end the process it runs in: ``os._exit``, a segfault, ``SystemExit``, the OOM killer. In
+``python -m parity`` that would take every other column, the verdict line and ``--json`` with it. So a
+target that is not built in runs each of its scenarios in a forked child: the parent's imports are the
+child's, so a fork costs milliseconds, not the seconds a fresh interpreter would. The child sends its
+scenario result back pickled through a pipe; a child that ends without sending it becomes a ``crash``
+column naming the exit status or the signal and the last target call it started (``parity.bounds``
+reports each call as it starts, into memory the parent shares).
+
+CUDA cannot be used again in a forked child, so on ``cuda`` the scenarios run in the report's own
+process, as the built-in targets' always do.
+"""
+
+from __future__ import annotations
+
+import faulthandler
+import mmap
+import os
+import pickle
+import signal
+import sys
+from collections.abc import Callable
+
+from parity import bounds
+from parity.training.rank_start import die_with_parent
+
+#: Bytes kept of the last call's name.
+_SLOT = 512
+
+
+def fork_available(device: str) -> bool:
+    return hasattr(os, "fork") and device != "cuda"
+
+
+class ChildEnded(Exception):
+    """The child ended before it sent its result; the message says how and in which call."""
+
+
+def run_in_child(work: Callable[[], object]) -> object:
+    """``work()`` in a forked child, its result returned here; an exception it raised is raised here
+    (re-created from its type name and message when it cannot be pickled); :class:`ChildEnded` when the
+    child's process ended without a result."""
+    slot = mmap.mmap(-1, _SLOT)  # anonymous and shared: what the child writes, the parent reads
+    for stream in (sys.stdout, sys.stderr):
+        stream.flush()  # or the child's copy of a buffer would be written twice
+    read_end, write_end = os.pipe()
+    parent = os.getpid()
+    pid = os.fork()
+    if pid == 0:  # the child: never returns into the caller's stack
+        die_with_parent(parent)  # an interrupted report leaves no child behind (docs/faults.md, Interrupts)
+        for interrupt in (signal.SIGINT, signal.SIGTERM):  # the parent's handlers say "interrupted", once
+            signal.signal(interrupt, signal.SIG_DFL)
+        os.close(read_end)
+        faulthandler.disable()  # a segfault's dump would interleave with the report; the crash column names the call
+        status = 0
+        try:
+            bounds.on_call = lambda what: _remember(slot, what)
+            payload = ("result", work())
+        except SystemExit as exit_:  # the target asked to end the process: it ends, as it would have
+            os._exit(exit_.code if isinstance(exit_.code, int) else 1)
+        except BaseException as error:  # noqa: BLE001 - every outcome goes back to the parent
+            payload = ("raised", error)
+        try:
+            data = pickle.dumps(payload)
+        except Exception as error:  # noqa: BLE001 - an unpicklable exception: its words travel instead
+            raised = payload[1] if payload[0] == "raised" else error
+            data = pickle.dumps(("raised", RuntimeError(f"{type(raised).__name__}: {raised}")))
+        try:
+            with os.fdopen(write_end, "wb") as pipe:
+                pipe.write(data)
+        except BaseException:  # noqa: BLE001 - the parent reads an empty pipe and says so
+            status = 1
+        os._exit(status)
+    os.close(write_end)
+    with os.fdopen(read_end, "rb") as pipe:
+        data = pipe.read()
+    _, status = os.waitpid(pid, 0)
+    last = slot[:].split(b"\0", 1)[0].decode(errors="replace")
+    slot.close()
+    if not data:
+        raise ChildEnded(f"the target ended the process: {describe_status(status)}" + (f" in {last}" if last else ""))
+    kind, value = pickle.loads(data)
+    if kind == "raised":
+        raise value
+    return value
+
+
+def _remember(slot: mmap.mmap, what: str) -> None:
+    encoded = what.encode(errors="replace")[: _SLOT - 1]
+    slot[: len(encoded) + 1] = encoded + b"\0"
+
+
+def describe_status(status: int) -> str:
+    """``exited with status 3`` or ``killed by SIGSEGV (signal 11)``, from ``os.waitpid``'s status."""
+    if os.WIFSIGNALED(status):
+        number = os.WTERMSIG(status)
+        try:
+            name = signal.Signals(number).name
+        except ValueError:
+            name = "an unknown signal"
+        return f"killed by {name} (signal {number})"
+    return f"exited with status {os.WEXITSTATUS(status)}"

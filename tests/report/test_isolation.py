@@ -1,0 +1,108 @@
+"""A target of yours that ends its process costs its own column only (parity/report/isolation.py).
+
+Each fault is a dataset target registered by name (as a user's adapter would be) beside impl: the report
+still holds impl's column and the oracle's, and the faulty column is a crash naming how the process ended
+and the call it was in.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import json
+import os
+
+import pytest
+
+import parity.__main__
+from parity.__main__ import main
+from parity.dataset.impl import impl_dataset
+from parity.report.isolation import ChildEnded, run_in_child
+from parity.report.model import Options
+from parity.report.scenarios import SCENARIOS, run_report
+from parity.targets import Target, get_target
+
+
+class _Ending:
+    """impl's dataset whose third sample ends the process in the way ``how`` says."""
+
+    def __init__(self, documents, config, how):
+        self._served, self._how = impl_dataset(documents, config), how
+        self.document_index, self.shuffle_index = self._served.document_index, self._served.shuffle_index
+
+    def __len__(self):
+        return len(self._served)
+
+    def __getitem__(self, idx):
+        if idx == 2:
+            if self._how == "exit":
+                os._exit(1)
+            if self._how == "segfault":
+                ctypes.string_at(0)
+            raise SystemExit(3)
+        return self._served[idx]
+
+
+def exiting(documents, config):
+    return _Ending(documents, config, "exit")
+
+
+def segfaulting(documents, config):
+    return _Ending(documents, config, "segfault")
+
+
+def system_exiting(documents, config):
+    return _Ending(documents, config, "system-exit")
+
+
+def correct(documents, config):
+    return impl_dataset(documents, config)
+
+
+def _target(name: str, factory: str) -> Target:
+    return Target(name=name, description="a target of yours", expect="pass", dataset=f"{__name__}:{factory}")
+
+
+def _dataset_columns(target: Target) -> dict:
+    results = run_report([get_target("impl"), target], Options(under_test=(target.name,)), ["dataset-cache"],
+                         lambda message: None, SCENARIOS)
+    (result,) = results
+    return {column.name: column for column in result.columns}
+
+
+@pytest.mark.parametrize(
+    ("factory", "how"),
+    [("exiting", "exited with status 1"), ("segfaulting", "killed by SIGSEGV (signal 11)"),
+     ("system_exiting", "exited with status 3")],
+)
+def test_a_target_that_ends_its_process_is_a_crash_beside_the_others(factory, how):
+    columns = _dataset_columns(_target("mine", factory))
+    assert list(columns) == ["mine", "impl", "oracle"]
+    crash = columns["mine"]
+    assert crash.crashed == f"the target ended the process: {how} in `__getitem__(2)` while serving dataset[2]"
+    assert not crash.as_expected and crash.verdict.endswith("(UNEXPECTED)")
+    assert columns["impl"].holds and columns["impl"].as_expected
+
+
+def test_a_correct_target_in_its_child_gets_impls_figures():
+    columns = _dataset_columns(_target("mine", "correct"))
+    assert columns["mine"].holds and columns["mine"].figures == {**columns["impl"].figures}
+
+
+@pytest.mark.long  # the whole CLI report beside every built-in column (10 s)
+def test_the_json_and_the_verdict_survive_a_target_that_ends_its_process(monkeypatch, tmp_path, capsys):
+    mine = _target("mine", "exiting")
+    real = parity.__main__.get_target
+    monkeypatch.setattr(parity.__main__, "get_target", lambda name: mine if name == "mine" else real(name))
+    written = tmp_path / "report.json"
+    assert main(["--target", "mine", "--only", "dataset-cache", "--quiet", "--json", str(written)]) == 1
+    assert capsys.readouterr().out.splitlines()[0] == "parity: UNEXPECTED verdicts in mine (dataset-cache)"
+    assert "the target ended the process: exited with status 1" in written.read_text()
+    assert json.loads(written.read_text())
+
+
+def test_a_child_returns_its_value_and_raises_its_error():
+    assert run_in_child(lambda: {"a": [1, 2]}) == {"a": [1, 2]}
+    with pytest.raises(ValueError, match="its own words"):
+        run_in_child(lambda: (_ for _ in ()).throw(ValueError("its own words")))
+    with pytest.raises(ChildEnded, match="killed by SIGKILL"):
+        run_in_child(lambda: os.kill(os.getpid(), 9))
