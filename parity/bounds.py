@@ -15,6 +15,7 @@ shrink, so the test ends at once (what the thread method gives, without the proc
 
 from __future__ import annotations
 
+import mmap
 import os
 import signal
 import threading
@@ -53,8 +54,44 @@ class CallTimedOut(BaseException):
 
 _ARMED = threading.local()
 #: Called with every bounded call's name as it starts: where a target may end its process, the last one
-#: started is kept where the parent can read it (parity/report/isolation.py).
+#: started is kept where the parent can read it (:class:`CallSlot`).
 on_call: Callable[[str], None] | None = None
+
+
+class CallSlot:
+    """The name of the last target call a process started, in memory another process reads after this
+    one has ended however it ended (``os._exit``, a signal): an anonymous shared mapping a forked child
+    inherits (``path`` None), or a file of its own another process opens by ``path``. A write is a
+    copy of at most :data:`SIZE` bytes, cheap enough for every ``__getitem__``."""
+
+    SIZE = 512
+
+    def __init__(self, path: str | os.PathLike | None = None) -> None:
+        if path is None:
+            self._map = mmap.mmap(-1, self.SIZE)
+        else:
+            with open(path, "a+b") as file:
+                file.truncate(self.SIZE)
+                self._map = mmap.mmap(file.fileno(), self.SIZE)
+
+    def remember(self, what: str) -> None:
+        encoded = what.encode(errors="replace")[: self.SIZE - 1]
+        self._map[: len(encoded) + 1] = encoded + b"\0"
+
+    def last(self) -> str:
+        return self._map[:].split(b"\0", 1)[0].decode(errors="replace")
+
+    def close(self) -> None:
+        self._map.close()
+
+    @classmethod
+    def read(cls, path: str | os.PathLike) -> str:
+        """What the process writing ``path`` last started ('' when nothing, or no such file)."""
+        try:
+            with open(path, "rb") as file:
+                return file.read(cls.SIZE).split(b"\0", 1)[0].decode(errors="replace")
+        except OSError:
+            return ""
 
 
 @contextmanager

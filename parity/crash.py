@@ -10,6 +10,7 @@ crash alike (docs/dataset.md, Crashes).
 from __future__ import annotations
 
 import os
+import signal
 import traceback
 from collections.abc import Callable, Sequence
 from pathlib import Path
@@ -82,6 +83,19 @@ def call_target(what: str, function: Callable[..., Any], *args: Any) -> Any:
         raise
     except Exception as error:
         raise TargetCrashed(error, what) from error
+
+
+def process_ended(returncode: int) -> str:
+    """How a process ended, from a ``subprocess.Popen`` return code (negative: the signal that killed it;
+    ``os.waitstatus_to_exitcode`` gives the same from ``os.waitpid``): ``exited with status 3``,
+    ``killed by SIGSEGV (signal 11)``."""
+    if returncode >= 0:
+        return f"exited with status {returncode}"
+    try:
+        name = signal.Signals(-returncode).name
+    except ValueError:
+        name = "an unknown signal"
+    return f"killed by {name} (signal {-returncode})"
 
 
 def call_name(function: Callable[..., Any], args: tuple[Any, ...]) -> str:

@@ -142,7 +142,7 @@ def pytest_configure(config: pytest.Config) -> None:
     from parity.runner_safety import RunnerSafety, set_test_bound
 
     set_test_bound(config)  # before pytest-timeout reads its settings (docs/faults.md, Bounds)
-    config.pluginmanager.register(RunnerSafety(), "parity-runner-safety")
+    config.pluginmanager.register(RunnerSafety(config), "parity-runner-safety")
 
     from parity.releases import UnsupportedRelease, check_supported
     from parity.targets import UnknownTargetError, builtin_targets, get_target

@@ -15,7 +15,6 @@ process, as the built-in targets' always do.
 from __future__ import annotations
 
 import faulthandler
-import mmap
 import os
 import pickle
 import signal
@@ -23,10 +22,8 @@ import sys
 from collections.abc import Callable
 
 from parity import bounds
+from parity.crash import process_ended
 from parity.training.rank_start import die_with_parent
-
-#: Bytes kept of the last call's name.
-_SLOT = 512
 
 
 def fork_available(device: str) -> bool:
@@ -41,7 +38,7 @@ def run_in_child(work: Callable[[], object]) -> object:
     """``work()`` in a forked child, its result returned here; an exception it raised is raised here
     (re-created from its type name and message when it cannot be pickled); :class:`ChildEnded` when the
     child's process ended without a result."""
-    slot = mmap.mmap(-1, _SLOT)  # anonymous and shared: what the child writes, the parent reads
+    slot = bounds.CallSlot()  # anonymous and shared: what the child writes, the parent reads
     for stream in (sys.stdout, sys.stderr):
         stream.flush()  # or the child's copy of a buffer would be written twice
     read_end, write_end = os.pipe()
@@ -55,7 +52,7 @@ def run_in_child(work: Callable[[], object]) -> object:
         faulthandler.disable()  # a segfault's dump would interleave with the report; the crash column names the call
         status = 0
         try:
-            bounds.on_call = lambda what: _remember(slot, what)
+            bounds.on_call = slot.remember
             payload = ("result", work())
         except SystemExit as exit_:  # the target asked to end the process: it ends, as it would have
             os._exit(exit_.code if isinstance(exit_.code, int) else 1)
@@ -76,28 +73,11 @@ def run_in_child(work: Callable[[], object]) -> object:
     with os.fdopen(read_end, "rb") as pipe:
         data = pipe.read()
     _, status = os.waitpid(pid, 0)
-    last = slot[:].split(b"\0", 1)[0].decode(errors="replace")
+    last = slot.last()
     slot.close()
     if not data:
-        raise ChildEnded(f"the target ended the process: {describe_status(status)}" + (f" in {last}" if last else ""))
+        raise ChildEnded(f"the target ended the process: {process_ended(os.waitstatus_to_exitcode(status))}" + (f" in {last}" if last else ""))
     kind, value = pickle.loads(data)
     if kind == "raised":
         raise value
     return value
-
-
-def _remember(slot: mmap.mmap, what: str) -> None:
-    encoded = what.encode(errors="replace")[: _SLOT - 1]
-    slot[: len(encoded) + 1] = encoded + b"\0"
-
-
-def describe_status(status: int) -> str:
-    """``exited with status 3`` or ``killed by SIGSEGV (signal 11)``, from ``os.waitpid``'s status."""
-    if os.WIFSIGNALED(status):
-        number = os.WTERMSIG(status)
-        try:
-            name = signal.Signals(number).name
-        except ValueError:
-            name = "an unknown signal"
-        return f"killed by {name} (signal {number})"
-    return f"exited with status {os.WEXITSTATUS(status)}"

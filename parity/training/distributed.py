@@ -30,7 +30,7 @@ import torch
 import torch.distributed as dist
 
 from parity.bounds import TEST_BOUND_ENV, call_bound
-from parity.crash import short_path
+from parity.crash import process_ended, short_path
 from parity.devices import backend as device_backend
 from parity.training.rank_start import ERRORS_ENV, LAUNCHER_ENV
 
@@ -157,9 +157,7 @@ def _failure(processes: list[subprocess.Popen], folder: Path, seconds: float) ->
 
 def ended(returncode: int) -> str:
     """``exited with status N``, or ``was killed by SIGSEGV (signal 11)``."""
-    if returncode < 0:
-        return f"was killed by {signal.Signals(-returncode).name} (signal {-returncode})"
-    return f"exited with status {returncode}"
+    return process_ended(returncode) if returncode >= 0 else f"was {process_ended(returncode)}"
 
 
 def _hang(processes: list[subprocess.Popen], folder: Path, headline: str) -> str:
