@@ -323,7 +323,7 @@ PLANTED_TARGETS: tuple[Target, ...] = (
     Target(
         name="planted:rare-corner",
         description="impl's dataset serving the shuffle reversed, only on the test split with num_epochs=3, no "
-        "extra token, an odd sequence length and an odd seed (a rare corner, planted for the fleet search)",
+        "extra token and sequences of 7 tokens or more (a rare corner, planted for the fleet search)",
         expect="fail",
         dataset="parity.dataset.impl:rare_corner_dataset",
     ),
