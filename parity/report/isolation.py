@@ -21,6 +21,8 @@ import signal
 import sys
 from collections.abc import Callable
 
+import torch
+
 from parity import bounds
 from parity.crash import process_ended
 from parity.training.rank_start import die_with_parent
@@ -49,6 +51,9 @@ def run_in_child(work: Callable[[], object]) -> object:
         for interrupt in (signal.SIGINT, signal.SIGTERM):  # the parent's handlers say "interrupted", once
             signal.signal(interrupt, signal.SIG_DFL)
         os.close(read_end)
+        # An OpenMP team the parent started is not there after a fork, and joining it hangs (GNU libgomp): one
+        # thread, as torch's DataLoader workers do.
+        torch.set_num_threads(1)
         faulthandler.disable()  # a segfault's dump would interleave with the report; the crash column names the call
         status = 0
         try:

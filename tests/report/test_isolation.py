@@ -106,3 +106,19 @@ def test_a_child_returns_its_value_and_raises_its_error():
         run_in_child(lambda: (_ for _ in ()).throw(ValueError("its own words")))
     with pytest.raises(ChildEnded, match="killed by SIGKILL"):
         run_in_child(lambda: os.kill(os.getpid(), 9))
+
+
+def test_a_child_computes_after_the_parent_used_a_thread_team():
+    """GNU OpenMP's team does not survive a fork: a child that joins it hangs (it did, in the report's
+    training-run scenario after the parent had run the window scenario on two threads)."""
+    import torch
+
+    threads = torch.get_num_threads()
+    torch.set_num_threads(2)
+    try:
+        for _ in range(50):
+            torch.nn.functional.gelu(torch.randn(4096, 256)).sum()
+        computed = run_in_child(lambda: float(torch.nn.functional.gelu(torch.ones(4096, 256)).sum()))
+    finally:
+        torch.set_num_threads(threads)
+    assert computed == float(torch.nn.functional.gelu(torch.ones(4096, 256)).sum())
