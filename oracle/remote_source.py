@@ -21,6 +21,7 @@ from huggingface_hub import constants, errors, snapshot_download
 from huggingface_hub.errors import (
     HFValidationError,
     LocalEntryNotFoundError,
+    OfflineModeIsEnabled,
     RepositoryNotFoundError,
     RevisionNotFoundError,
 )
@@ -134,8 +135,25 @@ def _snapshot(repo_id: str, revision: str | None, named: str) -> str:
         ) from None
     except LocalEntryNotFoundError as error:
         raise RemoteSourceError(_not_cached(repo_id, revision, named, error)) from None
+    except OfflineModeIsEnabled as error:
+        # huggingface_hub 1.x (transformers 5.5 to 5.14 pin it) asks the Hub for a listing even offline: the
+        # cached snapshot of the revision is what an offline 2.x run returns.
+        if (cached := _cached_snapshot(repo_id, revision)) is not None:
+            return str(cached)
+        raise RemoteSourceError(_not_cached(repo_id, revision, named, LocalEntryNotFoundError(str(error)))) from None
     except OSError as error:  # the Hub answered with another error
         raise RemoteSourceError(f"cannot fetch {named} ({type(error).__name__}: {first_line(error)})") from None
+
+
+def _cached_snapshot(repo_id: str, revision: str | None) -> Path | None:
+    """The cache's snapshot folder of ``revision`` (a commit, or a branch or tag its ``refs`` name), or None."""
+    root = Path(constants.HF_HUB_CACHE) / repo_folder_name(repo_id=repo_id, repo_type="model")
+    commit = revision if revision and _COMMIT.fullmatch(revision) else None
+    if commit is None:
+        ref = root / "refs" / (revision or "main")
+        commit = ref.read_text().strip() if ref.is_file() else None
+    folder = root / "snapshots" / commit if commit else None
+    return folder if folder is not None and folder.is_dir() else None
 
 
 def _not_cached(repo_id: str, revision: str | None, named: str, error: LocalEntryNotFoundError) -> str:
