@@ -296,8 +296,7 @@ def checked_interface(target: Target, interface: Interface) -> Any:
     if interface == "trainer":
         from transformers import Trainer
 
-        # A class, or a trainer as it ships (parity.training.shipped.ShippedTrainer: its ``trainer`` is the class).
-        trainer_class = value if isinstance(value, type) else getattr(value, "trainer", value)
+        trainer_class = value if isinstance(value, type) else getattr(value, "trainer", value)  # a ShippedTrainer's
         if not (isinstance(trainer_class, type) and issubclass(trainer_class, Trainer)):
             got = trainer_class.__name__ if isinstance(trainer_class, type) else type(trainer_class).__name__
             raise TargetContractError(f"{where}: a trainer target is a transformers.Trainer subclass, or a "
