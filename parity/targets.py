@@ -27,7 +27,7 @@ from typing import TYPE_CHECKING, Any, Literal, Protocol, runtime_checkable
 from parity.releases import install_command
 from parity.usage import UsageError
 
-if TYPE_CHECKING:  # the Protocols' annotations only: naming a target imports neither (an xdist controller runs no model)
+if TYPE_CHECKING:  # the Protocols' annotations only: naming a target imports no model (an xdist controller)
     import numpy as np
     import torch
 
