@@ -17,8 +17,10 @@ from __future__ import annotations
 import faulthandler
 import os
 import pickle
+import select
 import signal
 import sys
+import time
 from collections.abc import Callable
 
 import torch
@@ -75,14 +77,37 @@ def run_in_child(work: Callable[[], object]) -> object:
             status = 1
         os._exit(status)
     os.close(write_end)
-    with os.fdopen(read_end, "rb") as pipe:
-        data = pipe.read()
+    data, timed_out = _read_within(read_end, bounds.test_bound())
+    if timed_out:  # a hang no bounded call caught (outside any target call): the child goes, the report stays
+        os.kill(pid, signal.SIGKILL)
     _, status = os.waitpid(pid, 0)
     last = slot.last()
     slot.close()
+    where = f" in {last}" if last else ""
+    if timed_out:
+        raise ChildEnded(f"the target's scenario timed out after {bounds.test_bound():.0f} s{where}")
     if not data:
-        raise ChildEnded(f"the target ended the process: {process_ended(os.waitstatus_to_exitcode(status))}" + (f" in {last}" if last else ""))
+        raise ChildEnded(f"the target ended the process: {process_ended(os.waitstatus_to_exitcode(status))}{where}")
     kind, value = pickle.loads(data)
     if kind == "raised":
         raise value
     return value
+
+
+def _read_within(fd: int, seconds: float | None) -> tuple[bytes, bool]:
+    """All the child writes before it closes its end, and whether ``seconds`` (None: no bound) ran out first.
+    The bound is the per-test one (``parity.bounds.test_bound``): each target call inside the child has the
+    shorter call bound, so this ends only what no call bound could (a hang in the harness's own code)."""
+    chunks, deadline = [], None if seconds is None else time.monotonic() + seconds
+    with os.fdopen(fd, "rb", buffering=0) as pipe:
+        while True:
+            left = None if deadline is None else deadline - time.monotonic()
+            if left is not None and left <= 0:
+                return b"".join(chunks), True
+            ready, _, _ = select.select([pipe], [], [], left)
+            if not ready:
+                continue
+            chunk = pipe.read(1 << 16)
+            if not chunk:
+                return b"".join(chunks), False
+            chunks.append(chunk)

@@ -19,6 +19,7 @@ def on_the_run(test):
     """A test of the miniature run itself: ``long``, on the worker that holds the run."""
     return pytest.mark.long(pytest.mark.xdist_group("bench")(test))
 
+
 #: Every known bug some hunted property of the table must catch.
 KNOWN_BUGS = sorted(
     {name for prop in PROPERTIES if prop.hunted for name in prop.catches if name in builtin_targets()}

@@ -122,3 +122,11 @@ def test_a_child_computes_after_the_parent_used_a_thread_team():
     finally:
         torch.set_num_threads(threads)
     assert computed == float(torch.nn.functional.gelu(torch.ones(4096, 256)).sum())
+
+
+def test_a_child_that_hangs_outside_any_target_call_ends_at_the_test_bound(monkeypatch):
+    import time
+
+    monkeypatch.setenv("PARITY_TEST_BOUND_S", "2")
+    with pytest.raises(ChildEnded, match=r"^the target's scenario timed out after 2 s$"):
+        run_in_child(lambda: time.sleep(60))
