@@ -21,6 +21,7 @@ from parity.cases import DatasetCase
 from parity.crash import call_target
 from parity.dataset.files import written
 from parity.dataset.compare import Hazard, aliasing_hazards, assert_samples_equal, last_sample_position
+from parity.parent_death import dataloader_workers_die_with_this_process
 from parity.targets import ConfigDeclined, checked_dataset
 
 #: The index arrays every dataset target has, and the one only some have (held to the oracle too).
@@ -123,7 +124,8 @@ def check_dataloader_matches_oracle(factory, case: DatasetCase, batch_size: int)
     dataset, oracle = build(factory, case)
     for call, idx in enumerate(case.serve_order, start=1):
         assert_samples_equal(serve(dataset, idx), oracle[idx], served(idx, call))
-    loader = DataLoader(dataset, batch_size=batch_size, num_workers=2)
+    loader = DataLoader(dataset, batch_size=batch_size, num_workers=2,
+                        worker_init_fn=dataloader_workers_die_with_this_process())
     positions = list(range(len(oracle)))
     expected = [
         default_collate([oracle[k] for k in positions[start : start + batch_size]])

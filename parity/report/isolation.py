@@ -27,7 +27,7 @@ import torch
 
 from parity import bounds
 from parity.crash import process_ended
-from parity.training.rank_start import die_with_parent
+from parity.parent_death import die_with_parent
 
 
 def fork_available(device: str) -> bool:

@@ -9,7 +9,6 @@ left waiting, cannot time out first and take the blame.
 
 from __future__ import annotations
 
-import ctypes
 import faulthandler
 import os
 import runpy
@@ -18,11 +17,12 @@ import sys
 import traceback
 from pathlib import Path
 
+from parity.parent_death import die_with_parent
+
 #: The launcher's pid: a rank whose parent is not this process any more exits at once.
 LAUNCHER_ENV = "PARITY_LAUNCHER_PID"
 #: The folder a rank writes its own error into (``rank<N>.error``) before it exits.
 ERRORS_ENV = "PARITY_RANK_ERRORS"
-_PR_SET_PDEATHSIG = 1
 
 
 def die_with_launcher() -> None:
@@ -30,15 +30,6 @@ def die_with_launcher() -> None:
     launcher = os.environ.get(LAUNCHER_ENV)
     if launcher is not None:
         die_with_parent(int(launcher))
-
-
-def die_with_parent(parent: int) -> None:
-    """The kernel kills this process when ``parent`` (its parent now) dies (Linux; elsewhere a no-op)."""
-    if not sys.platform.startswith("linux"):
-        return
-    ctypes.CDLL(None, use_errno=True).prctl(_PR_SET_PDEATHSIG, signal.SIGKILL)
-    if os.getppid() != parent:  # the parent died before the signal was armed
-        os._exit(1)
 
 
 def report(error: BaseException) -> None:

@@ -76,3 +76,22 @@ class NanLoss(LogitsDiffusionTrainer):
     def forward_and_sum(self, model, noisy, targets, masked, p):
         logits, total = super().forward_and_sum(model, noisy, targets, masked, p)
         return logits, total * float("nan") if self.state.global_step >= 1 else total
+
+
+def hangs_in_a_dataloader_worker(documents, config):
+    """A dataset that serves the main process and stops answering in every DataLoader worker."""
+    from torch.utils.data import get_worker_info
+
+    from parity.dataset.impl import impl_dataset
+
+    dataset = impl_dataset(documents, config)
+
+    class HangsInAWorker(type(dataset)):
+        def __getitem__(self, idx):
+            if get_worker_info() is not None:
+                print(f"worker {os.getpid()} hangs", flush=True)
+                time.sleep(3600)
+            return super().__getitem__(idx)
+
+    dataset.__class__ = HangsInAWorker
+    return dataset

@@ -24,7 +24,7 @@ WINGS = ("dataset", "training", "report")
 LAYERS = {
     "cases": (
         "parity.cases", "parity.dataset_config", "parity.targets", "parity.devices", "parity.threads", "parity.bounds",
-        "parity.releases", "parity.usage",
+        "parity.releases", "parity.usage", "parity.parent_death",
     ),
     "strategies": ("parity.strategies",),
     "judgement": ("parity.budget", "parity.compare", "parity.crash"),
