@@ -9,8 +9,12 @@ crash alike (docs/dataset.md, Crashes).
 
 from __future__ import annotations
 
+import functools
+import importlib.util
 import os
+import re
 import signal
+import sysconfig
 import traceback
 from collections.abc import Callable, Sequence
 from pathlib import Path
@@ -33,13 +37,55 @@ def short_path(filename: str) -> str:
         return filename
 
 
+#: Where a frame is the library's, not the target's: a crash raised there is located by the target's call into it.
+_LIBRARIES = ("torch", "numpy", "transformers", "accelerate")
+#: torch's DataLoader re-raises a worker's exception in the iterating process, the worker's traceback as text.
+_WORKER_ERROR = re.compile(r"Caught \w+ in DataLoader worker process (\d+)\.\nOriginal Traceback")
+_TEXT_FRAME = re.compile(r'^  File "(.+)", line (\d+), in (\S+)$', re.MULTILINE)
+
+
+@functools.cache
+def _library_roots() -> tuple[str, ...]:
+    roots = [sysconfig.get_paths()["stdlib"], str(_HARNESS_ROOT / "parity")]
+    for name in _LIBRARIES:
+        spec = importlib.util.find_spec(name)  # found, not imported
+        roots.extend((spec.submodule_search_locations or []) if spec else [])
+    return tuple(str(root).rstrip(os.sep) + os.sep for root in roots)
+
+
+def _frames(error: BaseException) -> list[tuple[str, int, str]]:
+    """The error's frames, outermost first: for a DataLoader worker's error, the worker's own."""
+    if _WORKER_ERROR.match(str(error)):
+        return [(file, int(line), name) for file, line, name in _TEXT_FRAME.findall(str(error))]
+    return [(frame.filename, frame.lineno, frame.name) for frame in traceback.extract_tb(error.__traceback__)]
+
+
+def _place(frame: tuple[str, int, str]) -> str:
+    return f"{short_path(frame[0])}:{frame[1]} (in {frame[2]})"
+
+
 def raised_where(error: BaseException) -> str:
-    """``path:line (in function)`` of the innermost frame of the error's traceback."""
-    frames = traceback.extract_tb(error.__traceback__)
+    """``path:line (in function)`` of the innermost frame of the error's traceback; where that frame is a
+    library's (torch, Python's own), also the innermost frame of target code that called into it:
+    ``torch/distributed/distributed_c10d.py:3252 (in all_reduce), called from impl/logits_trainer.py:98 (in
+    window_count)``. A DataLoader worker's error is located in the worker (``..., in DataLoader worker 0``)."""
+    frames = _frames(error)
     if not frames:
         return "<unknown>"
-    frame = frames[-1]
-    return f"{short_path(frame.filename)}:{frame.lineno} (in {frame.name})"
+    where = _place(frames[-1])
+    if frames[-1][0].startswith(_library_roots()):
+        caller = next((f for f in reversed(frames) if not f[0].startswith(_library_roots())), None)
+        where += f", called from {_place(caller)}" if caller else ""
+    worker = _WORKER_ERROR.match(str(error))
+    return where + (f", in DataLoader worker {worker[1]}" if worker else "")
+
+
+def _message(error: BaseException) -> str:
+    """The error's message; for a DataLoader worker's, the worker's own (the last line of its traceback)."""
+    text = str(error)
+    if _WORKER_ERROR.match(text):
+        text = text.rstrip().splitlines()[-1].partition(": ")[2]
+    return text or "(no message)"
 
 
 def signature(error: BaseException) -> str:
@@ -55,7 +101,7 @@ def is_known(crash_signature: str, known: Sequence[str]) -> bool:
 
 def describe_raised(error: BaseException) -> str:
     """``ExceptionType: message at path:line (in function)``."""
-    return f"{type(error).__name__}: {str(error) or '(no message)'} at {raised_where(error)}"
+    return f"{type(error).__name__}: {_message(error)} at {raised_where(error)}"
 
 
 class TargetCrashed(Exception):

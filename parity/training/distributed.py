@@ -138,21 +138,57 @@ def _wait(processes: list[subprocess.Popen], folder: Path, bound: float | None) 
 _COLLECTIVE_TIMEOUT = re.compile(r"Timed out waiting \d+ ?ms|DistBackendError|collective operation timeout")
 
 
+#: How Gloo says the other end of a collective went away: a consequence of the peer's own ending, never the cause.
+_PEER_CLOSED = re.compile(r"Connection (?:closed|reset) by peer")
+#: How long the other ranks get to end (and write their own errors) once one has failed.
+PEER_GRACE_S = 2.0
+
+
 def _failure(processes: list[subprocess.Popen], folder: Path, seconds: float) -> str:
     """The first rank that ended without reporting an error (``os._exit``, a signal: its peers' errors are
-    its consequences), how it ended and the tail of its stderr; else the earliest error a rank wrote, unless it
-    is a collective's timeout while a peer still runs: then the peers' stacks, as for a hang."""
+    its consequences), how it ended and the tail of its stderr; else the earliest error a rank wrote that is
+    not a peer's going away, unless it is a collective's timeout while a peer still runs: then the peers'
+    stacks, as for a hang; or every rank timed out in a collective: then the collectives each one was in."""
+    ending = time.monotonic()
+    while any(p.poll() is None for p in processes) and time.monotonic() - ending < PEER_GRACE_S:
+        time.sleep(0.05)
     reported = {int(path.stem.removeprefix("rank")): path for path in folder.glob("rank*.error")}
     abrupt = [(r, p) for r, p in enumerate(processes) if p.returncode not in (None, 0) and r not in reported]
     if abrupt:  # a rank that ended without a word: what its peers then raised follows from it
         rank, process = abrupt[0]
         return f"rank {rank} {ended(process.returncode)}:\n{_tail(folder / f'rank{rank}.err')}"
-    rank, path = min(reported.items(), key=lambda item: item[1].stat().st_mtime_ns)
-    text = path.read_text().rstrip()
-    if _COLLECTIVE_TIMEOUT.search(text.splitlines()[0]) and any(p.poll() is None for p in processes):
+    firsts = {r: path.read_text().splitlines()[0] for r, path in sorted(reported.items())}
+    by_time = sorted(reported, key=lambda r: reported[r].stat().st_mtime_ns)
+    rank = next((r for r in by_time if not _PEER_CLOSED.search(firsts[r])), by_time[0])
+    text = reported[rank].read_text().rstrip()
+    if _COLLECTIVE_TIMEOUT.search(firsts[rank]) and any(p.poll() is None for p in processes):
         # it waited for a peer that never came: the hang is the peer's, and its stack says where
         return _hang(processes, folder, f"rank {rank} timed out after {seconds:.0f} s in a collective its peers did not join")
+    if len(firsts) == len(processes) and _COLLECTIVE_TIMEOUT.search(firsts[rank]) and all(
+        _COLLECTIVE_TIMEOUT.search(first) or _PEER_CLOSED.search(first) for first in firsts.values()
+    ):
+        return _unmatched(rank, firsts) + f"\n{text}"
     return f"rank {rank} failed: {text}"
+
+
+#: Where a rank's reported error was raised (parity.crash.raised_where): the collective, and the call into it.
+_RAISED_IN = re.compile(r" at \S+ \(in (\w+)\)(?:, called from (\S+) \(in (\w+)\))?$")
+_WAITED_MS = re.compile(r"Timed out waiting (\d+) ?ms")
+
+
+def _unmatched(rank: int, firsts: dict[int, str]) -> str:
+    """``rank`` timed out in a collective and every other rank ended in one too, none left waiting for a live
+    peer: their collectives did not pair up (a rank skipped one its peers called, or called them in another
+    order). Each rank's collective and the target's call into it."""
+    places = []
+    for other, first in firsts.items():
+        raised = _RAISED_IN.search(first)
+        place = f"rank {other} in `{raised[1]}`" if raised else f"rank {other}"
+        places.append(place + (f", called from `{raised[3]}` ({raised[2]})" if raised and raised[2] else ""))
+    waited = _WAITED_MS.search(firsts[rank])
+    after = f" after {int(waited[1]) / 1000:.0f} s" if waited else ""
+    return (f"rank {rank} timed out{after} in a collective no peer joined, and no peer hangs: the ranks called "
+            f"different collectives (one skipped or reordered a collective the others called): " + "; ".join(places))
 
 
 def ended(returncode: int) -> str:

@@ -53,6 +53,16 @@ class SegfaultsOnRankOne(LogitsDiffusionTrainer):
         return super().compute_loss(model, inputs, *args, **kwargs)
 
 
+class SkipsTheCountOnRankOne(LogitsDiffusionTrainer):
+    """Leaves the window's count all-reduce out on rank 1 only: rank 0 waits in it while rank 1 goes on into
+    DDP's gradient all-reduce."""
+
+    def window_count(self, device):
+        if _rank() == 1:
+            return sum(masked.sum() for _, _, masked, _ in self._window_noise).to(device)
+        return super().window_count(device)
+
+
 class ReseedsEveryWindow(LogitsDiffusionTrainer):
     """``torch.manual_seed(args.seed)`` before every window: every window's noise is the first one's."""
 

@@ -47,6 +47,15 @@ def test_a_rank_that_hangs_is_named_with_the_call_it_hangs_in():
     assert "rank 1 (most recent call first):\n  tests/faults/targets.py:" in message, message
 
 
+def test_a_rank_that_skips_a_collective_is_named_with_each_rank_s_collective():
+    """Rank 1 leaves out the count all-reduce: each rank waits in a collective the other never calls."""
+    first = run_on_two_ranks("SkipsTheCountOnRankOne").splitlines()[0]
+    assert re.match(r"rank [01] timed out after \d+ s in a collective no peer joined, and no peer hangs: the ranks called "
+                    r"different collectives \(.*\): rank 0 in `all_reduce`, called from `window_count` "
+                    r"\(impl/logits_trainer.py:\d+\); rank 1 in `\w+`, called from `forward_and_sum` "
+                    r"\(impl/logits_trainer.py:\d+\)$", first), first
+
+
 @pytest.mark.parametrize(("trainer", "ended"), [("ExitsOnRankOne", "exited with status 3"),
                                                 ("SegfaultsOnRankOne", "was killed by SIGSEGV (signal 11)")])
 def test_a_rank_that_ends_its_process_is_named_with_how(trainer, ended):

@@ -1,8 +1,12 @@
-"""A crash reads the same wherever it is reported: the exception, its message, the innermost frame."""
+"""A crash reads the same wherever it is reported: the exception, its message, the innermost frame, and the
+target's call into a library where that frame is the library's (docs/design.md, Verdict kinds)."""
 
 from __future__ import annotations
 
+import re
+
 import pytest
+import torch
 
 from parity.crash import describe_raised, is_known, raised_where, signature
 
@@ -34,3 +38,30 @@ def test_a_known_crash_is_matched_by_a_part_of_its_signature():
     assert signature(error).startswith("AssertionError at tests/harness/test_crash.py:")
     assert is_known(signature(error), ("AssertionError at tests/harness/",))
     assert not is_known(signature(error), ("AssertionError at megatron/",))
+
+
+def test_a_crash_inside_a_library_is_also_located_by_the_target_s_call_into_it():
+    def loss():
+        return torch.nn.functional.cross_entropy(torch.zeros(2, 3), torch.tensor([5, 0]))
+
+    with pytest.raises(IndexError) as caught:
+        loss()
+    line = loss.__code__.co_firstlineno + 1
+    assert re.fullmatch(r"torch/nn/functional\.py:\d+ \(in cross_entropy\), called from "
+                        rf"tests/harness/test_crash\.py:{line} \(in loss\)", raised_where(caught.value))
+
+
+class _RaisesInAWorker(torch.utils.data.Dataset):
+    def __len__(self):
+        return 2
+
+    def __getitem__(self, idx):
+        raise ValueError(f"no sample {idx}")
+
+
+def test_a_dataloader_worker_s_crash_is_located_in_the_worker_not_in_torch():
+    with pytest.raises(ValueError) as caught:
+        list(torch.utils.data.DataLoader(_RaisesInAWorker(), num_workers=1))
+    line = _RaisesInAWorker.__getitem__.__code__.co_firstlineno + 1
+    assert describe_raised(caught.value) == (
+        f"ValueError: no sample 0 at tests/harness/test_crash.py:{line} (in __getitem__), in DataLoader worker 0")
