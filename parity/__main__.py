@@ -17,12 +17,14 @@ from __future__ import annotations
 import argparse
 import os
 import sys
+from unittest.mock import patch
 
 from parity.interrupts import run_interruptible
 from parity.threads import freeze_heap, wait_passively
 
 wait_passively()  # before parity.devices imports torch
 
+from parity.bounds import TEST_BOUND_ENV, described  # noqa: E402
 from parity.devices import DEVICES, TRAINER_DTYPES, check_dtype_runs_on, check_ranks_fit, resolve_device  # noqa: E402
 from parity.releases import UnsupportedRelease, check_supported, install_command  # noqa: E402
 from parity.targets import (  # noqa: E402
@@ -63,6 +65,9 @@ def report_parser(parser: argparse.ArgumentParser | None = None) -> argparse.Arg
     parser.add_argument("--ddp", action="store_true", help="also run the two-rank distributed cases")
     parser.add_argument("--examples", type=int, default=3, metavar="N",
                         help="drawn examples per property in the `properties` scenario (default: 3)")
+    parser.add_argument("--bound", type=int, metavar="S", default=None,
+                        help="a scenario of a target of yours ends after S s, each target call 5 to 30 s sooner "
+                             "(a tenth of S); 0: none (default: $PARITY_TEST_BOUND_S, else 300)")
     parser.add_argument("--json", metavar="PATH", help="also write the results as JSON")
     parser.add_argument("--quiet", action="store_true",
                         help="print only the verdict line, what is wrong and the unexpected failures (no progress)")
@@ -102,10 +107,7 @@ OUTPUTS = ("json", "markdown", "html")
 
 
 def report(parser: argparse.ArgumentParser, args: argparse.Namespace) -> int:
-    from parity.property_scenario import ALL_SCENARIOS
-    from parity.report.model import Options, as_json
-    from parity.report.scenarios import run_report
-    from parity.report.text import format_report
+    from parity.report.model import Options
 
     freeze_heap()  # the report runs many trainers, each ending in a full gc.collect() (parity.threads)
     try:
@@ -115,6 +117,8 @@ def report(parser: argparse.ArgumentParser, args: argparse.Namespace) -> int:
             check_ranks_fit(device, 2)
         check_at_least("--seed", args.seed, 0)
         check_at_least("--examples", args.examples, 1)
+        if args.bound is not None:
+            check_at_least("--bound", args.bound, 0)
         outputs = {f"--{name}": getattr(args, name) for name in OUTPUTS}
         for field, path in outputs.items():
             if path is not None:
@@ -143,14 +147,26 @@ def report(parser: argparse.ArgumentParser, args: argparse.Namespace) -> int:
         return 2
     options = Options(device=device, dtype=args.dtype, seed=args.seed, ddp=args.ddp, examples=args.examples, oracle=oracle,
                       under_test=under_test, controls=args.controls)
+    with patch.dict(os.environ, {TEST_BOUND_ENV: str(args.bound)} if args.bound is not None else {}):
+        return _run_and_write(args, targets, options)
+
+
+def _run_and_write(args: argparse.Namespace, targets: list, options) -> int:
+    from parity.property_scenario import ALL_SCENARIOS
+    from parity.report.model import as_json
+    from parity.report.scenarios import run_report
+    from parity.report.text import format_report
+
     if not args.quiet:
+        source = "--bound" if args.bound is not None else "$PARITY_TEST_BOUND_S" if os.environ.get(TEST_BOUND_ENV) else "the default"
+        _note(f"bounds: {described('a scenario of a target of yours', source)}")
         for name in args.target:
             if name in default_targets():
                 _note(f"--target {name} is a built-in column of every report: shown first and in full, as a target under test")
 
     from parity.devices import make_deterministic
 
-    make_deterministic(device)
+    make_deterministic(options.device)
     results = run_report(
         targets, options, args.only, (lambda message: None) if args.quiet else _progress, ALL_SCENARIOS
     )

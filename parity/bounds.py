@@ -44,12 +44,23 @@ def call_bound(test_bound_s: float | None = None) -> float | None:
     return max(1.0, test_bound_s - min(30.0, max(5.0, test_bound_s / 10)))
 
 
+def described(unit: str, source: str) -> str:
+    """The bounds in force, for a run's header: ``300 s a test ($PARITY_TEST_BOUND_S), 270 s a target call``."""
+    test = test_bound()
+    if test is None:
+        return f"none ({source} is 0)"
+    return f"{test:g} s {unit} ({source}), {call_bound(test):g} s a target call or DDP launch"
+
+
 class CallTimedOut(BaseException):
     """A target call outlived its bound; the message names the call and holds its stack."""
 
     def __init__(self, what: str, seconds: float, stack: str = "") -> None:
         self.what, self.seconds, self.stack = what, seconds, stack
         super().__init__(f"timed out after {seconds:.0f} s in {what}" + (f"; the hung call's stack:\n{stack}" if stack else ""))
+
+    def __reduce__(self):  # it travels back from a forked child (parity/report/isolation.py)
+        return type(self), (self.what, self.seconds, self.stack)
 
 
 _ARMED = threading.local()

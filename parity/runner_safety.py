@@ -26,7 +26,7 @@ from pathlib import Path
 import pytest
 
 from parity import bounds
-from parity.bounds import DEFAULT_TEST_BOUND_S, TEST_BOUND_ENV, CallSlot, call_bound
+from parity.bounds import DEFAULT_TEST_BOUND_S, TEST_BOUND_ENV, CallSlot, described
 from parity.crash import process_ended
 from parity.interrupts import INTERRUPTED_LINE, exit_status, raise_on_sigterm
 
@@ -114,8 +114,4 @@ class RunnerSafety:
         return CrashSafeGroupScheduling(config, log)
 
     def pytest_report_header(self, config: pytest.Config) -> list[str]:
-        test = float(os.environ[TEST_BOUND_ENV])
-        if not test:
-            return [f"parity bounds: none ({config.parity_bound_source} is 0)"]
-        calls = call_bound(test)
-        return [f"parity bounds: {test:g} s a test ({config.parity_bound_source}), {calls:g} s a target call or DDP launch"]
+        return [f"parity bounds: {described('a test', config.parity_bound_source)}"]

@@ -67,6 +67,7 @@ def run_in_child(work: Callable[[], object]) -> object:
             payload = ("raised", error)
         try:
             data = pickle.dumps(payload)
+            pickle.loads(data)  # an exception whose arguments do not rebuild it would fail in the parent
         except Exception as error:  # noqa: BLE001 - an unpicklable exception: its words travel instead
             raised = payload[1] if payload[0] == "raised" else error
             data = pickle.dumps(("raised", RuntimeError(f"{type(raised).__name__}: {raised}")))

@@ -16,6 +16,7 @@ from typing import Any
 
 import torch
 
+from parity.bounds import CallTimedOut
 from parity.report.dataset import dataset_scenario
 from parity.report.isolation import ChildEnded, fork_available, run_in_child
 from parity.report.model import VERDICT_ROW, Column, Options, ScenarioResult, verdict_column
@@ -233,10 +234,11 @@ def run_report(
             results.append(ScenarioResult(scenario.name, FLOAT16_ONLY_THROUGH_TRAINER, "-"))
             continue
         columns = [t for t in targets if scenario.interface == "any" or t.provides(scenario.interface)]
-        isolated = [t for t in columns if t.name not in builtin_targets() and fork_available(options.device)]
-        trusted = [t for t in columns if t not in isolated]
-        # A target of yours cannot take the other columns with it (isolation.py): each runs in a child.
-        results_of_yours = [_run_isolated(scenario, target, options, progress) for target in isolated]
+        yours = [t for t in columns if t.name not in builtin_targets()]
+        trusted = [t for t in columns if t not in yours]
+        # A target of yours cannot take the other columns with it: each runs on its own, in a child where
+        # one can be forked (isolation.py), and a call of its that outlives its bound ends its column only.
+        results_of_yours = [_run_yours(scenario, target, options, progress) for target in yours]
         result = _run_scenario(scenario, trusted, options, progress) if trusted else None
         result = _merged(result, results_of_yours)
         if result is not None and result.columns:
@@ -246,8 +248,9 @@ def run_report(
     return results
 
 
-#: The title of a scenario whose only column is a target that ended its process.
+#: The titles of a scenario whose only column is a target that ended its process, or whose call timed out.
 CHILD_ENDED = "the target ended the process"
+TIMED_OUT = "a target call timed out"
 
 
 def _run_scenario(
@@ -267,15 +270,20 @@ def _run_scenario(
         return result
 
 
-def _run_isolated(scenario: Scenario, target: Target, options: Options, progress: Callable[[str], None]) -> ScenarioResult:
-    """``target``'s result of the scenario, computed in a forked child; a child that ends without one
-    (os._exit, a signal) is a crash column: never as expected (docs/faults.md)."""
+def _run_yours(scenario: Scenario, target: Target, options: Options, progress: Callable[[str], None]) -> ScenarioResult:
+    """``target``'s result of the scenario, computed in a forked child where one can be (not on CUDA); a child
+    that ends without one (os._exit, a signal), or a target call that outlives its bound (parity.bounds), is a
+    crash column naming how and in which call: never as expected (docs/faults.md)."""
+    def run() -> ScenarioResult:
+        return _run_scenario(scenario, [target], options, progress, name=target.name)
+
     try:
-        return run_in_child(lambda: _run_scenario(scenario, [target], options, progress, name=target.name))
-    except ChildEnded as ended:
-        result = ScenarioResult(scenario.name, CHILD_ENDED, "-")
-        result.columns.append(Column(target.name, target.expect, None, {"crash": str(ended)}, crashed=str(ended),
-                                     failures={VERDICT_ROW: str(ended)}, diagnosis=str(ended)))
+        return run_in_child(run) if fork_available(options.device) else run()
+    except (ChildEnded, CallTimedOut) as ended:
+        said = str(ended).splitlines()[0]
+        result = ScenarioResult(scenario.name, CHILD_ENDED if isinstance(ended, ChildEnded) else TIMED_OUT, "-")
+        result.columns.append(Column(target.name, target.expect, None, {"crash": said}, crashed=said,
+                                     failures={VERDICT_ROW: str(ended)}, diagnosis=said))
         return result
 
 
@@ -288,5 +296,5 @@ def _merged(result: ScenarioResult | None, yours: list[ScenarioResult]) -> Scena
     for part in parts:
         columns += [column for column in part.columns if column.expect != "reference"]
         reference = reference or next((column for column in part.columns if column.expect == "reference"), None)
-    base = result if result is not None else next((part for part in parts if part.title != CHILD_ENDED), parts[0])
+    base = result if result is not None else next((part for part in parts if part.title not in (CHILD_ENDED, TIMED_OUT)), parts[0])
     return replace(base, columns=[*columns, *([reference] if reference else [])])

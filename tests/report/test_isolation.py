@@ -10,6 +10,7 @@ from __future__ import annotations
 import ctypes
 import json
 import os
+import time
 
 import pytest
 
@@ -38,6 +39,8 @@ class _Ending:
                 os._exit(1)
             if self._how == "segfault":
                 ctypes.string_at(0)
+            if self._how == "hang":
+                time.sleep(3600)
             raise SystemExit(3)
         return self._served[idx]
 
@@ -52,6 +55,10 @@ def segfaulting(documents, config):
 
 def system_exiting(documents, config):
     return _Ending(documents, config, "system-exit")
+
+
+def hanging(documents, config):
+    return _Ending(documents, config, "hang")
 
 
 def correct(documents, config):
@@ -81,6 +88,18 @@ def test_a_target_that_ends_its_process_is_a_crash_beside_the_others(factory, ho
     assert crash.crashed == f"the target ended the process: {how} in `__getitem__(2)` while serving dataset[2]"
     assert not crash.as_expected and crash.verdict.endswith("(UNEXPECTED)")
     assert columns["impl"].holds and columns["impl"].as_expected
+
+
+@pytest.mark.parametrize("forked", [True, False], ids=["in-a-child", "in-process-as-on-cuda"])
+def test_a_target_that_hangs_is_timed_out_in_its_call_beside_the_others(monkeypatch, forked):
+    """The column's bound is the call bound (parity.bounds): the hung call named, every other column kept,
+    in a forked child and where none can be forked (CUDA)."""
+    monkeypatch.setenv("PARITY_TEST_BOUND_S", "8")  # a call bound of 3 s
+    monkeypatch.setattr("parity.report.scenarios.fork_available", lambda device: forked)
+    columns = _dataset_columns(_target("mine", "hanging"))
+    assert list(columns) == ["mine", "impl", "oracle"]
+    assert columns["mine"].crashed.startswith("timed out after 3 s in `__getitem__(2)` while serving dataset[2]")
+    assert not columns["mine"].as_expected and columns["impl"].holds
 
 
 def test_a_correct_target_in_its_child_gets_impls_figures():
@@ -130,3 +149,18 @@ def test_a_child_that_hangs_outside_any_target_call_ends_at_the_test_bound(monke
     monkeypatch.setenv("PARITY_TEST_BOUND_S", "2")
     with pytest.raises(ChildEnded, match=r"^the target's scenario timed out after 2 s$"):
         run_in_child(lambda: time.sleep(60))
+
+
+def test_the_report_s_bound_is_its_own_option_and_a_hang_is_its_column(monkeypatch, tmp_path, capsys):
+    """``--bound 8`` (a call bound of 3 s) holds for this run only; the hung column is in the verdict and the JSON."""
+    mine = _target("mine", "hanging")
+    real = parity.__main__.get_target
+    monkeypatch.setattr(parity.__main__, "get_target", lambda name: mine if name == "mine" else real(name))
+    monkeypatch.delenv("PARITY_TEST_BOUND_S", raising=False)
+    written = tmp_path / "report.json"
+    assert main(["--target", "mine", "--only", "dataset-cache", "--bound", "8", "--json", str(written)]) == 1
+    captured = capsys.readouterr()
+    assert "[parity] bounds: 8 s a scenario of a target of yours (--bound), 3 s a target call" in captured.err
+    assert captured.out.splitlines()[0] == "parity: UNEXPECTED verdicts in mine (dataset-cache)"
+    assert "timed out after 3 s in `__getitem__(2)` while serving dataset[2]" in written.read_text()
+    assert "PARITY_TEST_BOUND_S" not in os.environ

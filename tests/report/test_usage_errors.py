@@ -33,6 +33,7 @@ def refused(capsys, argv) -> str:
         (["ddp", "--draw-seed", "-3"], "--draw-seed must be an integer >= 0, got -3"),
         (["ddp", "--draw", "-1"], "--draw must be an integer >= 0, got -1"),
         (["--examples", "0"], "--examples must be an integer >= 1, got 0"),
+        (["--bound", "-1"], "--bound must be an integer >= 0, got -1"),
     ],
 )
 def test_ranges_are_usage_errors(capsys, argv, line):
