@@ -2,11 +2,14 @@
 
 Read as YAML: every ``python -m parity`` line parses with the CLI's own parser and names a known
 target, the artifact the fuzz workflow uploads is the one the pull requests read, and every target
-fuzzed at night is replayed in a pull request.
+fuzzed at night is replayed in a pull request. And every env of tox.ini's test matrix runs somewhere
+(docs/install.md, The test matrix).
 """
 
 from __future__ import annotations
 
+import configparser
+import re
 import shlex
 from pathlib import Path
 
@@ -16,7 +19,8 @@ from parity.__main__ import cli_parser
 from parity.database import database_setting
 from parity.targets import get_target
 
-WORKFLOWS = Path(__file__).resolve().parents[2] / ".github" / "workflows"
+REPOSITORY = Path(__file__).resolve().parents[2]
+WORKFLOWS = REPOSITORY / ".github" / "workflows"
 ARTIFACT = "parity-example-db"
 
 
@@ -64,3 +68,23 @@ def test_every_pull_request_replays_what_the_fleet_found():
     replayed = {"impl", *(args.target for args in _parsed(job, "replay"))}
     fuzzed = {args.target for args in _parsed(_job("fuzz")[1], "fuzz")}
     assert fuzzed <= replayed, f"fuzzed at night but never replayed in a pull request: {sorted(fuzzed - replayed)}"
+
+
+def _matrix_envs() -> set[str]:
+    """tox.ini's ``labels = matrix`` envs, their ``{a,b}`` factors expanded."""
+    tox = configparser.ConfigParser(interpolation=None)
+    tox.read(REPOSITORY / "tox.ini")
+    envs = set()
+    for section in tox.sections():
+        if section.startswith("testenv:") and "matrix" in tox[section].get("labels", ""):
+            prefix, factors = re.fullmatch(r"testenv:(.*?)\{(.*)\}", section).groups()
+            envs |= {prefix + factor for factor in factors.split(",")}
+    return envs
+
+
+def test_every_matrix_env_runs_somewhere():
+    """docs/install.md, The test matrix: in the CPU workflow's matrix or in .ci/run, each exactly once."""
+    _, job = _job("matrix-cpu")
+    in_workflow = job["strategy"]["matrix"]["env"]
+    in_ci = re.findall(r"^tox -e (\S+)$", (REPOSITORY / ".ci" / "run").read_text(), flags=re.MULTILINE)
+    assert sorted([*in_workflow, *in_ci]) == sorted(_matrix_envs())
