@@ -228,7 +228,7 @@ OPTIONAL_TARGETS: tuple[Target, ...] = (
     ),
     Target(
         name="megatron-core:fixed",
-        description="megatron-core's GPTDataset with the upstream fix only: a copy cached on FILL",
+        description="megatron-core's GPTDataset fixed: a copy cached on FILL, the index settings in the cache key",
         expect="pass",
         dataset="parity.dataset.megatron:fixed_megatron_dataset",
         pipeline="parity.dataset.megatron:fixed_megatron_pipeline",

@@ -10,9 +10,11 @@ sample assembly, the mask cache and the pad handling are megatron-core's, unchan
 (the builder, blends, splits) is :mod:`parity.dataset.megatron_pipeline`, mock data
 :mod:`parity.dataset.megatron_mock`.
 
-``megatron-core:fixed`` differs in one thing only, the upstream fix of the cache bug: what FILL
-stores is a copy of the masks, not the tensors the first sample goes on to edit in place. It is a
-subclass scoped to that target; the installed package is never modified.
+``megatron-core:fixed`` differs in two things: the upstream fix of the cache bug (what FILL stores is
+a copy of the masks, not the tensors the first sample goes on to edit in place), and an index cache key
+that also holds the two settings which change the sample index but which megatron-core's key leaves out
+(:data:`INDEX_SETTINGS_OUTSIDE_THE_KEY`; docs/dataset.md, The index cache). It is a subclass scoped to
+that target; the installed package is never modified.
 
 See docs/dataset.md, "megatron-core as a target".
 """
@@ -133,7 +135,7 @@ def megatron_dataset(documents: Sequence[np.ndarray], config):
 
 
 def fixed_megatron_dataset(documents: Sequence[np.ndarray], config):
-    """The ``megatron-core:fixed`` target: the installed ``GPTDataset`` with copy-on-FILL."""
+    """The ``megatron-core:fixed`` target: the installed ``GPTDataset`` with copy-on-FILL (and the full cache key)."""
     return _build(fixed_class(), documents, config)
 
 
@@ -149,7 +151,7 @@ def megatron_pipeline(prefixes, weights, split, sizes, config, *, path_to_cache:
 
 
 def fixed_megatron_pipeline(prefixes, weights, split, sizes, config, *, path_to_cache: str, fast_cache_load: bool = False):
-    """The ``megatron-core:fixed`` pipeline: megatron's builder over the copy-on-FILL ``GPTDataset``."""
+    """The ``megatron-core:fixed`` pipeline: megatron's builder over the fixed ``GPTDataset`` (:func:`fixed_class`)."""
     from parity.dataset.megatron_pipeline import build_splits
 
     return build_splits(fixed_class(), prefixes, weights, split, sizes, config, path_to_cache, fast_cache_load)
@@ -187,6 +189,22 @@ def copy_on_fill(dataset_class: type) -> type:
     )
 
 
+#: What changes ``GPTDataset``'s sample index but is not in the description megatron-core 0.14 to 0.16 hash
+#: for its index cache files (``MegatronDataset._key_config_attributes``).
+INDEX_SETTINGS_OUTSIDE_THE_KEY = ("add_extra_token_to_sequence", "drop_last_partial_validation_sequence")
+
+
+@functools.cache
 def fixed_class() -> type:
-    """Built on first use, so that naming the target never imports megatron."""
-    return copy_on_fill(import_megatron().GPTDataset)
+    """megatron's ``GPTDataset`` with copy-on-FILL and the index settings in its cache key; built on first
+    use, so that naming the target never imports megatron. The name stays ``GPTDataset``."""
+    copying = copy_on_fill(import_megatron().GPTDataset)
+
+    def _key_config_attributes() -> list[str]:
+        return [*copying._key_config_attributes(), *INDEX_SETTINGS_OUTSIDE_THE_KEY]
+
+    return type(copying.__name__, (copying,), {
+        "__doc__": f"{copying.__doc__} Its cache key also holds {', '.join(INDEX_SETTINGS_OUTSIDE_THE_KEY)}.",
+        "__module__": __name__,
+        "_key_config_attributes": staticmethod(_key_config_attributes),
+    })

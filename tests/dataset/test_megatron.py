@@ -62,9 +62,6 @@ FIXED_EXAMPLES = {
     "dataset/files-match-oracle": 2,
     "dataset/files-indices-match-reference": 2,
 }
-#: megatron-core's index cache key leaves out settings that change the indices, fixed or not
-#: (pinned in tests/dataset/test_megatron_pipeline.py).
-UPSTREAM_FINDINGS = ("pipeline/cache-key-separates-configs",)
 
 
 #: 0.14 hands out the cached loss mask itself on a hit, so copy-on-FILL alone does not fix it there
@@ -76,7 +73,7 @@ def flagged_on_this_release(prop, unpatched: str) -> bool:
     return not FIXED_BY_COPY_ON_FILL and unpatched in prop.catches
 
 
-@pytest.mark.parametrize("prop", [p for p in PROPERTIES if p.applies_to(FIXED) and p.name not in UPSTREAM_FINDINGS],
+@pytest.mark.parametrize("prop", [p for p in PROPERTIES if p.applies_to(FIXED)],
                          ids=lambda p: p.name)
 def test_fixed_megatron_passes_every_property(prop):
     """A crash is allowed only where it is megatron-core's known index crash (reported as a crash)."""

@@ -3,7 +3,7 @@
 The pipeline properties of the table run against megatron's targets in tests/dataset/test_megatron.py
 (their explicit examples) and here under ``long`` (drawn ones). These tests pin what the properties
 rest on: the references against megatron's own split parser and C++ blending helper, the upstream
-cache-key finding, a second build in a fresh process and two ranks sharing one cache.
+cache-key finding (and the fixed target's key without it), a second build in a fresh process and two ranks sharing one cache.
 """
 
 from __future__ import annotations
@@ -59,20 +59,18 @@ def test_megatrons_cache_key_leaves_out_settings_that_change_the_indices(variati
     """An upstream finding, on every release the harness supports: the description megatron hashes for
     its cache files holds the seed, the sequence length, the sample count, the split and the
     tokenizer, not ``add_extra_token_to_sequence`` nor ``drop_last_partial_validation_sequence``, so
-    a run that changes either loads the other's sample index. The fix of the mask cache does not
-    touch it: the fixed target is rightly flagged, with the files and the field named."""
+    a run that changes either loads the other's sample index: flagged, with the files and the field named.
+    ``megatron-core:fixed``'s key holds both (parity.dataset.megatron.INDEX_SETTINGS_OUTSIDE_THE_KEY)."""
     with pytest.raises(AssertionError) as failure:
-        properties.check_cache_key_separates_configs(FIXED.load("pipeline"), PIPELINE_CASES[0], variation)
+        properties.check_cache_key_separates_configs(MEGATRON.load("pipeline"), PIPELINE_CASES[0], variation)
     message = str(failure.value)
     assert message.startswith("the index cache is shared by configs that must not share it: the configs differ in " + variation)
     assert "-GPTDataset-valid-sample_index.npy" in message and "written for the first" in message
 
 
 @pytest.mark.long
-@pytest.mark.parametrize(
-    "variation", [v for v in VARIATIONS if v not in ("add_extra_token", "drop_last_partial_validation_sequence")]
-)
-def test_settings_in_megatrons_cache_key_keep_configs_apart(variation):
+@pytest.mark.parametrize("variation", VARIATIONS)
+def test_every_setting_in_the_fixed_cache_key_keeps_configs_apart(variation):
     properties.check_cache_key_separates_configs(FIXED.load("pipeline"), PIPELINE_CASES[0], variation)
 
 
@@ -80,9 +78,8 @@ def test_settings_in_megatrons_cache_key_keep_configs_apart(variation):
 @pytest.mark.parametrize("prop", PIPELINE_PROPERTIES, ids=lambda p: p.name)
 @pytest.mark.parametrize("target", [MEGATRON, FIXED], ids=lambda t: t.name)
 def test_drawn_pipelines(prop, target):
-    """The drawn search of each pipeline property: the fixed target passes (but for the cache-key
-    finding), the unpatched one fails the properties that list it."""
+    """The drawn search of each pipeline property: the fixed target passes, the unpatched one fails the
+    properties that list it."""
     found = prop.hunt(target.load("pipeline"), max_examples=25, shrink=False, target=target)
     assert not found.crash or any(known in found.crash_signature for known in target.known_crashes), found.crash
-    flagged = target.name in prop.catches or prop.name == "pipeline/cache-key-separates-configs"
-    assert found.found == flagged, found.message
+    assert found.found == (target.name in prop.catches), found.message
