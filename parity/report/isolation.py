@@ -2,24 +2,24 @@
 
 A target can end the process it runs in: ``os._exit``, a segfault, ``SystemExit``, the OOM killer. In
 ``python -m parity`` that would take every other column, the verdict line and ``--json`` with it. So a
-target that is not built in runs each of its scenarios in a forked child: the parent's imports are the
-child's, so a fork costs milliseconds, not the seconds a fresh interpreter would. The child sends its
-scenario result back pickled through a pipe; a child that ends without sending it becomes a ``crash``
-column naming the exit status or the signal and the last target call it started (``parity.bounds``
-reports each call as it starts, into memory the parent shares).
-
-CUDA cannot be used again in a forked child, so on ``cuda`` the scenarios run in the report's own
-process, as the built-in targets' always do.
+target that is not built in runs each of its scenarios in a child: forked on CPU, where the parent's
+imports are the child's and a fork costs milliseconds; spawned on CUDA, which a forked child cannot use
+again, at the cost of a fresh interpreter (torch and transformers imported, CUDA initialised: seconds a
+scenario). The child sends its scenario result back pickled through a pipe; a child that ends without
+sending it becomes a ``crash`` column naming the exit status or the signal and the last target call it
+started (``parity.bounds`` reports each call as it starts, into memory or a file the parent reads).
 """
 
 from __future__ import annotations
 
 import faulthandler
+import multiprocessing
 import os
 import pickle
 import select
 import signal
 import sys
+import tempfile
 import time
 from collections.abc import Callable
 
@@ -30,65 +30,114 @@ from parity.crash import process_ended
 from parity.parent_death import die_with_parent
 
 
-def fork_available(device: str) -> bool:
-    return hasattr(os, "fork") and device != "cuda"
+def start_method(device: str) -> str:
+    """How a target of yours gets its child on ``device``: ``fork``, or ``spawn`` on CUDA (or without fork)."""
+    return "fork" if hasattr(os, "fork") and device != "cuda" else "spawn"
 
 
 class ChildEnded(Exception):
     """The child ended before it sent its result; the message says how and in which call."""
 
 
-def run_in_child(work: Callable[[], object]) -> object:
-    """``work()`` in a forked child, its result returned here; an exception it raised is raised here
-    (re-created from its type name and message when it cannot be pickled); :class:`ChildEnded` when the
-    child's process ended without a result."""
-    slot = bounds.CallSlot()  # anonymous and shared: what the child writes, the parent reads
+def run_in_child(work: Callable[[], object], start: str = "fork") -> object:
+    """``work()`` in a child (``start``: ``fork``, or ``spawn``, where ``work`` must pickle), its result
+    returned here; an exception it raised is raised here (re-created from its type name and message when it
+    cannot be pickled); :class:`ChildEnded` when the child's process ended without a result, or outlived the
+    per-test bound (``parity.bounds.test_bound``)."""
     for stream in (sys.stdout, sys.stderr):
-        stream.flush()  # or the child's copy of a buffer would be written twice
+        stream.flush()  # or a forked child's copy of a buffer would be written twice
+    if start == "spawn":
+        return _spawned(work)
+    slot = bounds.CallSlot()  # anonymous and shared: what the child writes, the parent reads
     read_end, write_end = os.pipe()
     parent = os.getpid()
     pid = os.fork()
     if pid == 0:  # the child: never returns into the caller's stack
-        die_with_parent(parent)  # an interrupted report leaves no child behind (docs/faults.md, Interrupts)
-        for interrupt in (signal.SIGINT, signal.SIGTERM):  # the parent's handlers say "interrupted", once
-            signal.signal(interrupt, signal.SIG_DFL)
         os.close(read_end)
         # An OpenMP team the parent started is not there after a fork, and joining it hangs (GNU libgomp): one
         # thread, as torch's DataLoader workers do.
         torch.set_num_threads(1)
-        faulthandler.disable()  # a segfault's dump would interleave with the report; the crash column names the call
-        status = 0
-        try:
-            bounds.on_call = slot.remember
-            payload = ("result", work())
-        except SystemExit as exit_:  # the target asked to end the process: it ends, as it would have
-            os._exit(exit_.code if isinstance(exit_.code, int) else 1)
-        except BaseException as error:  # noqa: BLE001 - every outcome goes back to the parent
-            payload = ("raised", error)
-        try:
-            data = pickle.dumps(payload)
-            pickle.loads(data)  # an exception whose arguments do not rebuild it would fail in the parent
-        except Exception as error:  # noqa: BLE001 - an unpicklable exception: its words travel instead
-            raised = payload[1] if payload[0] == "raised" else error
-            data = pickle.dumps(("raised", RuntimeError(f"{type(raised).__name__}: {raised}")))
-        try:
-            with os.fdopen(write_end, "wb") as pipe:
-                pipe.write(data)
-        except BaseException:  # noqa: BLE001 - the parent reads an empty pipe and says so
-            status = 1
-        os._exit(status)
+        _child(work, parent, slot, lambda data: _write_all(write_end, data))
     os.close(write_end)
     data, timed_out = _read_within(read_end, bounds.test_bound())
     if timed_out:  # a hang no bounded call caught (outside any target call): the child goes, the report stays
         os.kill(pid, signal.SIGKILL)
     _, status = os.waitpid(pid, 0)
+    return _outcome(data, timed_out, os.waitstatus_to_exitcode(status), slot)
+
+
+def _write_all(fd: int, data: bytes) -> None:
+    with os.fdopen(fd, "wb") as pipe:
+        pipe.write(data)
+
+
+def _spawned(work: Callable[[], object]) -> object:
+    """:func:`run_in_child` in a fresh interpreter (``multiprocessing``'s spawn), the call slot a file."""
+    with tempfile.TemporaryDirectory(prefix="parity-child-") as folder:
+        path = os.path.join(folder, "call")
+        slot = bounds.CallSlot(path)
+        context = multiprocessing.get_context("spawn")
+        receiving, sending = context.Pipe(duplex=False)
+        child = context.Process(
+            target=_spawned_child, args=(work, os.getpid(), path, sending), daemon=True)
+        child.start()
+        sending.close()
+        data, timed_out = _received_within(receiving, bounds.test_bound())
+        if timed_out:
+            child.kill()
+        child.join()
+        return _outcome(data, timed_out, child.exitcode, slot)
+
+
+def _spawned_child(work: Callable[[], object], parent: int, slot_path: str, sending) -> None:
+    _child(work, parent, bounds.CallSlot(slot_path), sending.send_bytes)
+
+
+def _received_within(receiving, seconds: float | None) -> tuple[bytes, bool]:
+    """What the spawned child sent (empty when it ended without), and whether ``seconds`` ran out first."""
+    if not receiving.poll(seconds):
+        return b"", True
+    try:
+        return receiving.recv_bytes(), False
+    except EOFError:
+        return b"", False
+
+
+def _child(work: Callable[[], object], parent: int, slot: bounds.CallSlot, send: Callable[[bytes], object]) -> None:
+    """The child's whole life: ``work()``, its outcome pickled and sent, then ``os._exit``."""
+    die_with_parent(parent)  # an interrupted report leaves no child behind (docs/faults.md, Interrupts)
+    for interrupt in (signal.SIGINT, signal.SIGTERM):  # the parent's handlers say "interrupted", once
+        signal.signal(interrupt, signal.SIG_DFL)
+    faulthandler.disable()  # a segfault's dump would interleave with the report; the crash column names the call
+    status = 0
+    try:
+        bounds.on_call = slot.remember
+        payload = ("result", work())
+    except SystemExit as exit_:  # the target asked to end the process: it ends, as it would have
+        os._exit(exit_.code if isinstance(exit_.code, int) else 1)
+    except BaseException as error:  # noqa: BLE001 - every outcome goes back to the parent
+        payload = ("raised", error)
+    try:
+        data = pickle.dumps(payload)
+        pickle.loads(data)  # an exception whose arguments do not rebuild it would fail in the parent
+    except Exception as error:  # noqa: BLE001 - an unpicklable exception: its words travel instead
+        raised = payload[1] if payload[0] == "raised" else error
+        data = pickle.dumps(("raised", RuntimeError(f"{type(raised).__name__}: {raised}")))
+    try:
+        send(data)
+    except BaseException:  # noqa: BLE001 - the parent reads nothing and says so
+        status = 1
+    os._exit(status)
+
+
+def _outcome(data: bytes, timed_out: bool, exitcode: int, slot: bounds.CallSlot) -> object:
     last = slot.last()
     slot.close()
     where = f" in {last}" if last else ""
     if timed_out:
         raise ChildEnded(f"the target's scenario timed out after {bounds.test_bound():.0f} s{where}")
     if not data:
-        raise ChildEnded(f"the target ended the process: {process_ended(os.waitstatus_to_exitcode(status))}{where}")
+        raise ChildEnded(f"the target ended the process: {process_ended(exitcode)}{where}")
     kind, value = pickle.loads(data)
     if kind == "raised":
         raise value

@@ -8,6 +8,7 @@ target is expected to show (``impl`` holds, a known bug is caught).
 
 from __future__ import annotations
 
+import functools
 import json
 import tempfile
 from collections.abc import Callable
@@ -18,7 +19,7 @@ import torch
 
 from parity.bounds import CallTimedOut
 from parity.report.dataset import dataset_scenario
-from parity.report.isolation import ChildEnded, fork_available, run_in_child
+from parity.report.isolation import ChildEnded, run_in_child, start_method
 from parity.report.model import VERDICT_ROW, Column, Options, ScenarioResult, verdict_column
 from parity.targets import Target, builtin_targets
 
@@ -236,8 +237,8 @@ def run_report(
         columns = [t for t in targets if scenario.interface == "any" or t.provides(scenario.interface)]
         yours = [t for t in columns if t.name not in builtin_targets()]
         trusted = [t for t in columns if t not in yours]
-        # A target of yours cannot take the other columns with it: each runs on its own, in a child where
-        # one can be forked (isolation.py), and a call of its that outlives its bound ends its column only.
+        # A target of yours cannot take the other columns with it: each runs on its own in a child
+        # (isolation.py), and a call of its that outlives its bound ends its column only.
         results_of_yours = [_run_yours(scenario, target, options, progress) for target in yours]
         result = _run_scenario(scenario, trusted, options, progress) if trusted else None
         result = _merged(result, results_of_yours)
@@ -271,20 +272,35 @@ def _run_scenario(
 
 
 def _run_yours(scenario: Scenario, target: Target, options: Options, progress: Callable[[str], None]) -> ScenarioResult:
-    """``target``'s result of the scenario, computed in a forked child where one can be (not on CUDA); a child
-    that ends without one (os._exit, a signal), or a target call that outlives its bound (parity.bounds), is a
-    crash column naming how and in which call: never as expected (docs/faults.md)."""
-    def run() -> ScenarioResult:
-        return _run_scenario(scenario, [target], options, progress, name=target.name)
-
+    """``target``'s result of the scenario, computed in a child (forked, or spawned on CUDA: isolation.py); a
+    child that ends without one (os._exit, a signal), or a target call that outlives its bound
+    (parity.bounds), is a crash column naming how and in which call: never as expected (docs/faults.md)."""
+    start = start_method(options.device)
+    if start == "spawn":  # the child's progress would need pickling: said here, once
+        progress(f"{scenario.name}: {target.name} (in a fresh process)")
+    work = functools.partial(_run_scenario, scenario, [target], options, progress if start == "fork" else _silent,
+                             name=target.name)
+    if start == "spawn":  # a fresh interpreter has none of the report's kernel settings
+        work = functools.partial(_deterministic_then, options.device, work)
     try:
-        return run_in_child(run) if fork_available(options.device) else run()
+        return run_in_child(work, start)
     except (ChildEnded, CallTimedOut) as ended:
-        said = str(ended).splitlines()[0]
+        said = str(ended) if isinstance(ended, ChildEnded) else f"timed out after {ended.seconds:.0f} s in {ended.what}"
         result = ScenarioResult(scenario.name, CHILD_ENDED if isinstance(ended, ChildEnded) else TIMED_OUT, "-")
         result.columns.append(Column(target.name, target.expect, None, {"crash": said}, crashed=said,
                                      failures={VERDICT_ROW: str(ended)}, diagnosis=said))
         return result
+
+
+def _deterministic_then(device: str, work: Callable[[], ScenarioResult]) -> ScenarioResult:
+    from parity.devices import make_deterministic
+
+    make_deterministic(device)
+    return work()
+
+
+def _silent(message: str) -> None:
+    """The progress of a spawned child: its parent said it."""
 
 
 def _merged(result: ScenarioResult | None, yours: list[ScenarioResult]) -> ScenarioResult | None:

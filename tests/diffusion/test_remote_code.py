@@ -277,7 +277,7 @@ def _renames_past_key_values() -> bool:
 def test_the_cache_rename_is_shimmed_at_the_loader_only_where_the_release_needs_it(tmp_path, monkeypatch):
     """The stand-in's output class declares past_key_values and is handed it, as NVIDIA's is: it runs under the
     installed release, and the provenance says whether (and what) the loader's shim changed for it."""
-    monkeypatch.delenv(REMOTE_CODE_ENV, raising=False)
+    monkeypatch.setenv(REMOTE_CODE_ENV, "")  # recorded, so the folder activate_remote_code names there is undone
     source = activate_remote_code(_standin_copy(tmp_path))
     shims = [line.strip() for line in source.describe() if line.strip().startswith("shim:")]
     if _renames_past_key_values():
@@ -352,7 +352,7 @@ def test_config_that_cannot_take_the_tiny_values_is_refused(edit, message, tmp_p
 def test_the_report_refuses_code_this_transformers_cannot_run_in_one_line(tmp_path, capsys, monkeypatch):
     from parity.__main__ import main
 
-    monkeypatch.delenv(REMOTE_CODE_ENV, raising=False)
+    monkeypatch.setenv(REMOTE_CODE_ENV, "")  # recorded, so the folder activate_remote_code names there is undone
     folder = _standin_copy(
         tmp_path,
         edit=("modeling_nemotron_standin.py", "NemotronStandinOutputWithPast(loss=loss, logits=logits, past_key_values=None)",

@@ -55,7 +55,7 @@ def cache(tmp_path, monkeypatch) -> Path:
     monkeypatch.setattr(socket.socket, "connect", no_network)
     monkeypatch.setattr(constants, "HF_HUB_CACHE", str(tmp_path / "hub"))
     monkeypatch.setattr(constants, "HF_HUB_OFFLINE", True)
-    monkeypatch.delenv(REMOTE_CODE_ENV, raising=False)
+    monkeypatch.setenv(REMOTE_CODE_ENV, "")  # recorded, so the folder activate_remote_code names there is undone
     return tmp_path / "hub"
 
 

@@ -69,9 +69,9 @@ def _target(name: str, factory: str) -> Target:
     return Target(name=name, description="a target of yours", expect="pass", dataset=f"{__name__}:{factory}")
 
 
-def _dataset_columns(target: Target) -> dict:
-    results = run_report([get_target("impl"), target], Options(under_test=(target.name,)), ["dataset-cache"],
-                         lambda message: None, SCENARIOS)
+def _dataset_columns(target: Target, device: str = "cpu") -> dict:
+    results = run_report([get_target("impl"), target], Options(device=device, under_test=(target.name,)),
+                         ["dataset-cache"], lambda message: None, SCENARIOS)
     (result,) = results
     return {column.name: column for column in result.columns}
 
@@ -90,12 +90,9 @@ def test_a_target_that_ends_its_process_is_a_crash_beside_the_others(factory, ho
     assert columns["impl"].holds and columns["impl"].as_expected
 
 
-@pytest.mark.parametrize("forked", [True, False], ids=["in-a-child", "in-process-as-on-cuda"])
-def test_a_target_that_hangs_is_timed_out_in_its_call_beside_the_others(monkeypatch, forked):
-    """The column's bound is the call bound (parity.bounds): the hung call named, every other column kept,
-    in a forked child and where none can be forked (CUDA)."""
+def test_a_target_that_hangs_is_timed_out_in_its_call_beside_the_others(monkeypatch):
+    """The column's bound is the call bound (parity.bounds): the hung call named, every other column kept."""
     monkeypatch.setenv("PARITY_TEST_BOUND_S", "8")  # a call bound of 3 s
-    monkeypatch.setattr("parity.report.scenarios.fork_available", lambda device: forked)
     columns = _dataset_columns(_target("mine", "hanging"))
     assert list(columns) == ["mine", "impl", "oracle"]
     assert columns["mine"].crashed.startswith("timed out after 3 s in `__getitem__(2)` while serving dataset[2]")
@@ -164,3 +161,20 @@ def test_the_report_s_bound_is_its_own_option_and_a_hang_is_its_column(monkeypat
     assert captured.out.splitlines()[0] == "parity: UNEXPECTED verdicts in mine (dataset-cache)"
     assert "timed out after 3 s in `__getitem__(2)` while serving dataset[2]" in written.read_text()
     assert "PARITY_TEST_BOUND_S" not in os.environ
+
+
+@pytest.mark.long  # each spawned child is a fresh interpreter (torch, transformers: 5 to 10 s)
+@pytest.mark.parametrize(("factory", "crashed"), [
+    ("segfaulting", "the target ended the process: killed by SIGSEGV (signal 11) in `__getitem__(2)` while serving dataset[2]"),
+    ("hanging", "timed out after 3 s in `__getitem__(2)` while serving dataset[2]"),
+    ("correct", None),
+])
+def test_on_cuda_a_target_of_yours_runs_in_a_spawned_child(monkeypatch, factory, crashed):
+    """A forked child cannot use CUDA again: there each scenario of a target of yours is spawned. Run on CPU
+    with the device's start method forced, the same columns as a forked child's."""
+    monkeypatch.setenv("PARITY_TEST_BOUND_S", "8")
+    monkeypatch.setattr("parity.report.scenarios.start_method", lambda device: "spawn")
+    columns = _dataset_columns(_target("mine", factory))
+    assert list(columns) == ["mine", "impl", "oracle"] and columns["impl"].holds
+    assert columns["mine"].crashed == crashed
+    assert bool(columns["mine"].holds) is (crashed is None)
