@@ -275,10 +275,11 @@ def ddp(parser: argparse.ArgumentParser, args: argparse.Namespace) -> int:
 
 
 def follow(run, path: str, say, every_s: float = 0.2):
-    """``run()`` in a thread while the lines appended to ``path`` are passed to ``say``; its result."""
-    from concurrent.futures import ThreadPoolExecutor
+    """``run()`` in this thread, the main one, where Ctrl-C and SIGTERM land (so the launcher's cleanup runs at
+    once), while a thread passes the lines appended to ``path`` to ``say``; ``run()``'s result."""
+    import threading
 
-    seen = 0
+    seen, done = 0, threading.Event()
 
     def new_lines() -> None:
         nonlocal seen
@@ -289,16 +290,18 @@ def follow(run, path: str, say, every_s: float = 0.2):
                 say(line)
             seen = len(lines)
 
-    with ThreadPoolExecutor(1) as pool:
-        future = pool.submit(run)
-        while True:
-            try:
-                value = future.result(timeout=every_s)
-            except TimeoutError:
-                new_lines()
-                continue
+    def watch() -> None:
+        while not done.wait(every_s):
             new_lines()
-            return value
+
+    watcher = threading.Thread(target=watch, name="parity-progress", daemon=True)
+    watcher.start()
+    try:
+        return run()
+    finally:
+        done.set()
+        watcher.join()
+        new_lines()
 
 
 def fuzz(parser: argparse.ArgumentParser, args: argparse.Namespace) -> int:

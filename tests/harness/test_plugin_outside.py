@@ -10,6 +10,7 @@ check of the plugin from another project is tests/harness/test_plugin_inert.py.
 from __future__ import annotations
 
 import os
+import re
 import subprocess
 import sys
 import textwrap
@@ -29,13 +30,16 @@ version = "0.0.1"
 [project.entry-points."parity.targets"]
 outside-good = "outside_pkg.adapter:GOOD"
 outside-leaky = "outside_pkg.adapter:LEAKY"
+outside-hangs = "outside_pkg.adapter:HANGS"
 
 [tool.setuptools]
 packages = ["outside_pkg"]
 """
 
 ADAPTER = '''
-"""Stands in for a package's own production datasets: one correct, one with the cache leak."""
+"""Stands in for a package's own production datasets: one correct, one with the cache leak, one that hangs."""
+import time
+
 from parity.dataset.impl import cache_alias_dataset, impl_dataset
 from parity.targets import Target
 
@@ -45,8 +49,24 @@ def good_dataset(documents, config):
 def leaky_dataset(documents, config):
     return cache_alias_dataset(documents, config)
 
+class Hangs:
+    def __init__(self, served):
+        self.served, self.document_index, self.shuffle_index = served, served.document_index, served.shuffle_index
+
+    def __len__(self):
+        return len(self.served)
+
+    def __getitem__(self, idx):
+        if idx == 2:
+            time.sleep(3600)
+        return self.served[idx]
+
+def hanging_dataset(documents, config):
+    return Hangs(impl_dataset(documents, config))
+
 GOOD = Target(name="outside-good", description="correct cache", expect="pass", dataset="outside_pkg.adapter:good_dataset")
 LEAKY = Target(name="outside-leaky", description="leaky cache", expect="fail", dataset="outside_pkg.adapter:leaky_dataset")
+HANGS = Target(name="outside-hangs", description="hangs", expect="pass", dataset="outside_pkg.adapter:hanging_dataset")
 '''
 
 
@@ -66,8 +86,8 @@ def installed(tmp_path_factory) -> Path:
     return site
 
 
-def run_suite(site: Path, workdir: Path, target: str) -> subprocess.CompletedProcess:
-    environment = {**os.environ, "PYTHONPATH": str(site), "HYPOTHESIS_PROFILE": "ci"}
+def run_suite(site: Path, workdir: Path, target: str, **bound: str) -> subprocess.CompletedProcess:
+    environment = {**os.environ, "PYTHONPATH": str(site), "HYPOTHESIS_PROFILE": "ci", **bound}
     return subprocess.run(
         [sys.executable, "-m", "pytest", "--pyargs", "parity.suite", "--parity-target", target, "-p", "no:cacheprovider",
          "-k", "test_dataset__matches_oracle"],
@@ -87,3 +107,14 @@ def test_an_installed_leaky_target_fails_it(installed, tmp_path):
     result = run_suite(installed, tmp_path, "outside-leaky")
     assert result.returncode == 1, result.stdout[-3000:] + result.stderr[-3000:]
     assert "loss_mask differs" in result.stdout
+
+
+@pytest.mark.long
+def test_an_installed_target_that_hangs_fails_in_the_users_bound_with_the_hung_call_named(installed, tmp_path):
+    """No bound set in the user's repository but $PYTEST_TIMEOUT: the harness's call bound below it ends the hang."""
+    result = run_suite(installed, tmp_path, "outside-hangs", PYTEST_TIMEOUT="20")
+    output = result.stdout + result.stderr
+    assert result.returncode == 1, output[-3000:]
+    assert "parity bounds: 20 s a test ($PYTEST_TIMEOUT), 15 s a target call" in output, output[-3000:]
+    assert re.search(r"timed out after 15 s in `__getitem__\(2\)` while [^;]*; the hung call's stack:", output), output[-3000:]
+    assert "outside_pkg/adapter.py" in output and "+++ Timeout +++" not in output, output[-3000:]

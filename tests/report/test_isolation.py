@@ -92,10 +92,10 @@ def test_a_target_that_ends_its_process_is_a_crash_beside_the_others(factory, ho
 
 def test_a_target_that_hangs_is_timed_out_in_its_call_beside_the_others(monkeypatch):
     """The column's bound is the call bound (parity.bounds): the hung call named, every other column kept."""
-    monkeypatch.setenv("PARITY_TEST_BOUND_S", "8")  # a call bound of 3 s
+    monkeypatch.setenv("PARITY_TEST_BOUND_S", "6")  # a call bound of 1 s
     columns = _dataset_columns(_target("mine", "hanging"))
     assert list(columns) == ["mine", "impl", "oracle"]
-    assert columns["mine"].crashed.startswith("timed out after 3 s in `__getitem__(2)` while serving dataset[2]")
+    assert columns["mine"].crashed == "timed out after 1 s in `__getitem__(2)` while serving dataset[2]"
     assert not columns["mine"].as_expected and columns["impl"].holds
 
 
@@ -149,17 +149,17 @@ def test_a_child_that_hangs_outside_any_target_call_ends_at_the_test_bound(monke
 
 
 def test_the_report_s_bound_is_its_own_option_and_a_hang_is_its_column(monkeypatch, tmp_path, capsys):
-    """``--bound 8`` (a call bound of 3 s) holds for this run only; the hung column is in the verdict and the JSON."""
+    """``--bound 6`` (a call bound of 1 s) holds for this run only; the hung column is in the verdict and the JSON."""
     mine = _target("mine", "hanging")
     real = parity.__main__.get_target
     monkeypatch.setattr(parity.__main__, "get_target", lambda name: mine if name == "mine" else real(name))
     monkeypatch.delenv("PARITY_TEST_BOUND_S", raising=False)
     written = tmp_path / "report.json"
-    assert main(["--target", "mine", "--only", "dataset-cache", "--bound", "8", "--json", str(written)]) == 1
+    assert main(["--target", "mine", "--only", "dataset-cache", "--bound", "6", "--json", str(written)]) == 1
     captured = capsys.readouterr()
-    assert "[parity] bounds: 8 s a scenario of a target of yours (--bound), 3 s a target call" in captured.err
+    assert "[parity] bounds: 6 s a scenario of a target of yours (--bound), 1 s a target call" in captured.err
     assert captured.out.splitlines()[0] == "parity: UNEXPECTED verdicts in mine (dataset-cache)"
-    assert "timed out after 3 s in `__getitem__(2)` while serving dataset[2]" in written.read_text()
+    assert "timed out after 1 s in `__getitem__(2)` while serving dataset[2]" in written.read_text()
     assert "PARITY_TEST_BOUND_S" not in os.environ
 
 
