@@ -141,7 +141,7 @@ _COLLECTIVE_TIMEOUT = re.compile(r"Timed out waiting \d+ ?ms|DistBackendError|co
 #: How Gloo says the other end of a collective went away: a consequence of the peer's own ending, never the cause.
 _PEER_CLOSED = re.compile(r"Connection (?:closed|reset) by peer")
 #: How long the other ranks get to end (and write their own errors) once one has failed.
-PEER_GRACE_S = 2.0
+PEER_GRACE_S = 1.0
 
 
 def _failure(processes: list[subprocess.Popen], folder: Path, seconds: float) -> str:
