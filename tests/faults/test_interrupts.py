@@ -20,8 +20,11 @@ pytestmark = [pytest.mark.long, pytest.mark.distributed, pytest.mark.xdist_group
 def test_an_interrupted_ddp_run_leaves_nothing(tmp_path, signum, status):
     token = f"{os.getpid()}-{time.monotonic_ns()}"
     env = {**os.environ, "PARITY_FAULT_TOKEN": token, "TMPDIR": str(tmp_path)}
+    # Ctrl-C's disposition as a terminal gives it: a process started with SIGINT ignored keeps it ignored (POSIX, and
+    # Python honours it), and this worker's may have been set so by a library an earlier test ran (hypercorn does).
     run = subprocess.Popen([sys.executable, "-m", "parity", "ddp", "--target", "impl"], env=env,
-                           stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+                           stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                           preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
     deadline = time.monotonic() + 120
     while len(set(processes_with(token)) - {run.pid}) < 2 and time.monotonic() < deadline:
         time.sleep(0.2)
