@@ -148,6 +148,7 @@ def test_a_child_that_hangs_outside_any_target_call_ends_at_the_test_bound(monke
         run_in_child(lambda: time.sleep(60))
 
 
+@pytest.mark.long  # the whole CLI report beside every built-in column; the column itself is checked above
 def test_the_report_s_bound_is_its_own_option_and_a_hang_is_its_column(monkeypatch, tmp_path, capsys):
     """``--bound 6`` (a call bound of 1 s) holds for this run only; the hung column is in the verdict and the JSON."""
     mine = _target("mine", "hanging")
