@@ -57,7 +57,12 @@ class CallTimedOut(BaseException):
 
     def __init__(self, what: str, seconds: float, stack: str = "") -> None:
         self.what, self.seconds, self.stack = what, seconds, stack
-        super().__init__(f"timed out after {seconds:.0f} s in {what}" + (f"; the hung call's stack:\n{stack}" if stack else ""))
+        super().__init__(self.headline + (f"; the hung call's stack:\n{stack}" if stack else ""))
+
+    @property
+    def headline(self) -> str:
+        """The message without the stack: ``timed out after 5 s in `__getitem__(7)` while serving dataset[7]``."""
+        return f"timed out after {self.seconds:.0f} s in {self.what}"
 
     def __reduce__(self):  # it travels back from a forked child (parity/report/isolation.py)
         return type(self), (self.what, self.seconds, self.stack)

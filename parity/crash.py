@@ -80,6 +80,18 @@ def raised_where(error: BaseException) -> str:
     return where + (f", in DataLoader worker {worker[1]}" if worker else "")
 
 
+#: The end of a line :func:`describe_raised` wrote: the function it was raised in, and the target's call into it.
+_RAISED_AT = re.compile(r" at \S+ \(in (\w+)\)(?:, called from (\S+) \(in (\w+)\))?(?:, in DataLoader worker \d+)?$")
+
+
+def raised_in(described: str) -> tuple[str, str | None, str | None] | None:
+    """Read back from a line that ends as :func:`describe_raised` ends it (a rank's error file, say): the function
+    raised in, and the target's ``(function, path:line)`` that called into it (None, None when raised in the target's
+    own code); None when the line is not of that form."""
+    match = _RAISED_AT.search(described)
+    return (match[1], match[3], match[2]) if match else None
+
+
 def _message(error: BaseException) -> str:
     """The error's message; for a DataLoader worker's, the worker's own (the last line of its traceback)."""
     text = str(error)

@@ -261,7 +261,7 @@ def _run_scenario(
     in full beneath."""
     try:
         return scenario.run(targets, options, progress)
-    except Exception as error:
+    except Exception as error:  # noqa: BLE001 - a scenario that fails to build or run is a failed cell
         message = f"{type(error).__name__}: {first_line(error, 64)}"
         result = ScenarioResult(scenario.name, "failed to build or run", "-")
         result.columns.append(
@@ -276,16 +276,15 @@ def _run_yours(scenario: Scenario, target: Target, options: Options, progress: C
     child that ends without one (os._exit, a signal), or a target call that outlives its bound
     (parity.bounds), is a crash column naming how and in which call: never as expected (docs/faults.md)."""
     start = start_method(options.device)
-    if start == "spawn":  # the child's progress would need pickling: said here, once
+    work = functools.partial(_run_scenario, scenario, [target], options, progress, name=target.name)
+    if start == "spawn":  # a fresh interpreter: progress said here (a lambda does not pickle), kernel settings again
         progress(f"{scenario.name}: {target.name} (in a fresh process)")
-    work = functools.partial(_run_scenario, scenario, [target], options, progress if start == "fork" else _silent,
-                             name=target.name)
-    if start == "spawn":  # a fresh interpreter has none of the report's kernel settings
-        work = functools.partial(_deterministic_then, options.device, work)
+        work = functools.partial(_deterministic_then, options.device,
+                                 functools.partial(_run_scenario, scenario, [target], options, _silent, name=target.name))
     try:
         return run_in_child(work, start)
     except (ChildEnded, CallTimedOut) as ended:
-        said = str(ended) if isinstance(ended, ChildEnded) else f"timed out after {ended.seconds:.0f} s in {ended.what}"
+        said = ended.headline if isinstance(ended, CallTimedOut) else str(ended)
         result = ScenarioResult(scenario.name, CHILD_ENDED if isinstance(ended, ChildEnded) else TIMED_OUT, "-")
         result.columns.append(Column(target.name, target.expect, None, {"crash": said}, crashed=said,
                                      failures={VERDICT_ROW: str(ended)}, diagnosis=said))
@@ -312,5 +311,6 @@ def _merged(result: ScenarioResult | None, yours: list[ScenarioResult]) -> Scena
     for part in parts:
         columns += [column for column in part.columns if column.expect != "reference"]
         reference = reference or next((column for column in part.columns if column.expect == "reference"), None)
-    base = result if result is not None else next((part for part in parts if part.title not in (CHILD_ENDED, TIMED_OUT)), parts[0])
+    ran = [part for part in parts if part.title not in (CHILD_ENDED, TIMED_OUT)]
+    base = result if result is not None else (ran or parts)[0]
     return replace(base, columns=[*columns, *([reference] if reference else [])])

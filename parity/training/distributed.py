@@ -30,7 +30,7 @@ import torch
 import torch.distributed as dist
 
 from parity.bounds import TEST_BOUND_ENV, call_bound
-from parity.crash import process_ended, short_path
+from parity.crash import process_ended, raised_in, short_path
 from parity.devices import backend as device_backend
 from parity.training.rank_start import ERRORS_ENV, LAUNCHER_ENV
 
@@ -171,8 +171,6 @@ def _failure(processes: list[subprocess.Popen], folder: Path, seconds: float) ->
     return f"rank {rank} failed: {text}"
 
 
-#: Where a rank's reported error was raised (parity.crash.raised_where): the collective, and the call into it.
-_RAISED_IN = re.compile(r" at \S+ \(in (\w+)\)(?:, called from (\S+) \(in (\w+)\))?$")
 _WAITED_MS = re.compile(r"Timed out waiting (\d+) ?ms")
 
 
@@ -182,9 +180,9 @@ def _unmatched(rank: int, firsts: dict[int, str]) -> str:
     order). Each rank's collective and the target's call into it."""
     places = []
     for other, first in firsts.items():
-        raised = _RAISED_IN.search(first)
-        place = f"rank {other} in `{raised[1]}`" if raised else f"rank {other}"
-        places.append(place + (f", called from `{raised[3]}` ({raised[2]})" if raised and raised[2] else ""))
+        raised = raised_in(first)  # the collective, and the target's call into it
+        place = f"rank {other} in `{raised[0]}`" if raised else f"rank {other}"
+        places.append(place + (f", called from `{raised[1]}` ({raised[2]})" if raised and raised[1] else ""))
     waited = _WAITED_MS.search(firsts[rank])
     after = f" after {int(waited[1]) / 1000:.0f} s" if waited else ""
     return (f"rank {rank} timed out{after} in a collective no peer joined, and no peer hangs: the ranks called "

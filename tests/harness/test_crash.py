@@ -8,7 +8,7 @@ import re
 import pytest
 import torch
 
-from parity.crash import describe_raised, is_known, raised_where, signature
+from parity.crash import describe_raised, is_known, raised_in, raised_where, signature
 
 
 def _raise(error: Exception):
@@ -49,6 +49,10 @@ def test_a_crash_inside_a_library_is_also_located_by_the_target_s_call_into_it()
     line = loss.__code__.co_firstlineno + 1
     assert re.fullmatch(r"torch/nn/functional\.py:\d+ \(in cross_entropy\), called from "
                         rf"tests/harness/test_crash\.py:{line} \(in loss\)", raised_where(caught.value))
+    # What the DDP launcher reads back from a rank's error line (parity.training.distributed): the same two places.
+    assert raised_in(f"the target crashed: {describe_raised(caught.value)}") == (
+        "cross_entropy", "loss", f"tests/harness/test_crash.py:{line}")
+    assert raised_in(describe_raised(_caught(ValueError("boom")))) == ("_raise", None, None)
 
 
 class _RaisesInAWorker(torch.utils.data.Dataset):
