@@ -114,14 +114,19 @@ class CallSlot:
 def bounded(what: str, seconds: float | None = None) -> Iterator[None]:
     """Run the body under a bound (default :func:`call_bound`); an outer bound already armed holds.
 
-    Off the main thread, or where another ``SIGALRM`` timer is set (pytest-timeout's signal method),
-    the body runs unbounded here and the per-test bound is what holds.
+    Where another ``SIGALRM`` timer is running (pytest-timeout's signal method, which a user may choose),
+    this bound goes below it, as it goes below the per-test bound (:func:`call_bound` of the time the timer
+    has left), and that timer is armed again on the way out with what it has left. Where the timer is due
+    first, or off the main thread, the body runs unbounded here and the outer bound is what holds.
     """
     if on_call is not None:
         on_call(what)
     seconds = call_bound() if seconds is None else seconds
+    outer_left, outer_interval = signal.getitimer(signal.ITIMER_REAL)
+    if seconds is not None and outer_left:
+        seconds = min(seconds, call_bound(outer_left))
     main = threading.current_thread() is threading.main_thread()
-    if seconds is None or getattr(_ARMED, "what", None) or not main or signal.getitimer(signal.ITIMER_REAL)[0]:
+    if seconds is None or getattr(_ARMED, "what", None) or not main or (outer_left and seconds >= outer_left):
         yield
         return
     started = time.monotonic()
@@ -138,3 +143,6 @@ def bounded(what: str, seconds: float | None = None) -> Iterator[None]:
         signal.setitimer(signal.ITIMER_REAL, 0)
         signal.signal(signal.SIGALRM, previous)
         _ARMED.what = None
+        if outer_left:  # the outer timer's own deadline, kept (a tiny delay where it has passed: it fires now)
+            left = max(outer_left - (time.monotonic() - started), 1e-6)
+            signal.setitimer(signal.ITIMER_REAL, left, outer_interval)

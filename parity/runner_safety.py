@@ -46,8 +46,11 @@ def set_test_bound(config: pytest.Config) -> None:
     if source is None:
         source, seconds = "set by the parity plugin; --timeout overrides", DEFAULT_TEST_BOUND_S
         config.option.timeout = seconds
-        if config.getvalue("timeout_method") is None and not config.getini("timeout_method"):
-            config.option.timeout_method = "thread"
+    # Whoever set the bound: pytest-timeout's signal method, its default on POSIX, fails the test with
+    # pytest's ``Failed``, which Hypothesis takes for one more failing example and shrinks on; the thread
+    # method ends the worker, after the harness's own bounds below it have named the hung call.
+    if config.getvalue("timeout_method") is None and not config.getini("timeout_method"):
+        config.option.timeout_method = "thread"
     config.parity_bound_source = source
     os.environ[TEST_BOUND_ENV] = str(float(seconds))
 

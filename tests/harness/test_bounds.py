@@ -4,6 +4,7 @@ parity session sets when the user set none (parity.runner_safety)."""
 from __future__ import annotations
 
 import os
+import signal
 import time
 from types import SimpleNamespace
 
@@ -38,7 +39,7 @@ def test_a_hung_call_ends_in_a_timeout_naming_the_call_and_its_stack():
 
 
 def test_call_target_names_the_call(monkeypatch):
-    monkeypatch.setattr("parity.bounds.call_bound", lambda: 0.1)
+    monkeypatch.setattr("parity.bounds.call_bound", lambda test_bound_s=None: 0.1)
     with pytest.raises(CallTimedOut, match=r"in `__getitem__\(7\)` while serving dataset\[7\]"):
         call_target("serving dataset[7]", HangingDataset().__getitem__, 7)
     assert call_target("serving dataset[3]", HangingDataset().__getitem__, 3) == 3
@@ -63,6 +64,49 @@ def test_hypothesis_does_not_shrink_past_a_timeout(monkeypatch):
 
 def test_an_armed_bound_holds_inside_another():
     with pytest.raises(CallTimedOut, match="in outer"), bounded("outer", 0.2), bounded("inner", 30):
+        time.sleep(5)
+
+
+class OuterTimerFired(BaseException):
+    """What the outer ``SIGALRM`` timer of these tests raises (pytest-timeout's signal method fails the test)."""
+
+
+@pytest.fixture
+def outer_timer():
+    """Arm a ``SIGALRM`` timer as pytest-timeout's signal method does; disarmed and restored afterwards."""
+
+    def fire(signum, frame):
+        raise OuterTimerFired
+
+    previous = signal.signal(signal.SIGALRM, fire)
+    try:
+        yield lambda seconds: signal.setitimer(signal.ITIMER_REAL, seconds)
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, previous)
+
+
+def test_a_bound_goes_below_an_outer_timer_and_gives_it_back_its_time(outer_timer):
+    outer_timer(30)
+    with pytest.raises(CallTimedOut, match="in `__getitem__\\(7\\)`"), bounded("`__getitem__(7)`", 0.2):
+        HangingDataset()[7]
+    left = signal.getitimer(signal.ITIMER_REAL)[0]
+    assert 20 < left < 30 and signal.getsignal(signal.SIGALRM).__name__ == "fire"
+    with bounded("`__getitem__(3)`", 5):  # ends in time: the outer timer keeps its deadline
+        HangingDataset()[3]
+    assert 0 < signal.getitimer(signal.ITIMER_REAL)[0] < left
+
+
+def test_under_an_outer_timer_the_call_bound_is_below_what_it_has_left(outer_timer, monkeypatch):
+    monkeypatch.setattr("parity.bounds.call_bound", lambda test_bound_s=None: 270.0 if test_bound_s is None else test_bound_s / 2)
+    outer_timer(0.6)
+    with pytest.raises(CallTimedOut), bounded("`__getitem__(7)`"):  # at 0.3 s, before the outer timer's 0.6 s
+        HangingDataset()[7]
+
+
+def test_an_outer_timer_due_first_holds(outer_timer):
+    outer_timer(0.2)
+    with pytest.raises(OuterTimerFired), bounded("`__getitem__(7)`", 5):
         time.sleep(5)
 
 
@@ -102,5 +146,13 @@ def test_an_explicit_bound_wins_and_the_session_says_which(monkeypatch, config, 
     monkeypatch.setenv(TEST_BOUND_ENV, "")
     set_test_bound(config)
     assert (float(os.environ[TEST_BOUND_ENV]), config.parity_bound_source) == (seconds, source)
+    assert config.option.timeout_method == "thread"  # the signal method's failure is one more example to shrink
     if source.startswith("set by"):
-        assert (config.option.timeout, config.option.timeout_method) == (DEFAULT_TEST_BOUND_S, "thread")
+        assert config.option.timeout == DEFAULT_TEST_BOUND_S
+
+
+def test_a_method_the_user_names_stands(monkeypatch):
+    monkeypatch.setenv(TEST_BOUND_ENV, "")
+    config = Config(timeout=3600.0, method="signal")
+    set_test_bound(config)
+    assert config.option.timeout_method == "signal"
