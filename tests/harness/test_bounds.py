@@ -97,8 +97,13 @@ def test_a_bound_goes_below_an_outer_timer_and_gives_it_back_its_time(outer_time
     assert 0 < signal.getitimer(signal.ITIMER_REAL)[0] < left
 
 
+def half_of_the_outer_bound(test_bound_s=None):
+    """A call bound that is quick to reach: half of what an outer timer has left (the session's 270 s else)."""
+    return 270.0 if test_bound_s is None else test_bound_s / 2
+
+
 def test_under_an_outer_timer_the_call_bound_is_below_what_it_has_left(outer_timer, monkeypatch):
-    monkeypatch.setattr("parity.bounds.call_bound", lambda test_bound_s=None: 270.0 if test_bound_s is None else test_bound_s / 2)
+    monkeypatch.setattr("parity.bounds.call_bound", half_of_the_outer_bound)
     outer_timer(0.6)
     with pytest.raises(CallTimedOut), bounded("`__getitem__(7)`"):  # at 0.3 s, before the outer timer's 0.6 s
         HangingDataset()[7]
