@@ -1,7 +1,7 @@
 """impl's trainers under every supported transformers release, each with that release's contract.
 
 impl stands alone, as production code does (it imports nothing from the harness): it states its own
-range, the same one the harness declares for itself (``parity.releases``; a test holds the two
+range, the same one the harness declares for itself (``parity.safety.releases``; a test holds the two
 together), and importing ``impl.trainer`` under another release fails with one line naming both. Inside it, where the Trainer divides a microbatch's loss by the
 accumulation steps changed twice (docs/trainer.md, Gradient accumulation by release), and
 :func:`follow_loss_scaling` says "this loss is already scaled" in the words of the installed release.

@@ -19,14 +19,14 @@ import os
 import sys
 from unittest.mock import patch
 
-from parity.interrupts import run_interruptible
-from parity.threads import freeze_heap, wait_passively
+from parity.safety.interrupts import run_interruptible
+from parity.safety.threads import freeze_heap, wait_passively
 
 wait_passively()  # before parity.devices imports torch
 
-from parity.bounds import TEST_BOUND_ENV, described  # noqa: E402
+from parity.safety.bounds import TEST_BOUND_ENV, described  # noqa: E402
 from parity.devices import DEVICES, TRAINER_DTYPES, check_dtype_runs_on, check_ranks_fit, resolve_device  # noqa: E402
-from parity.releases import UnsupportedRelease, check_supported, install_command  # noqa: E402
+from parity.safety.releases import UnsupportedRelease, check_supported, install_command  # noqa: E402
 from parity.targets import (  # noqa: E402
     TargetLoadError,
     UnknownTargetError,
@@ -35,7 +35,7 @@ from parity.targets import (  # noqa: E402
     get_target,
     listed_targets,
 )
-from parity.usage import check_at_least, check_distinct_outputs, check_output_path, write_atomically  # noqa: E402
+from parity.safety.usage import check_at_least, check_distinct_outputs, check_output_path, write_atomically  # noqa: E402
 
 
 
@@ -50,7 +50,7 @@ def _note(message: str) -> None:
 
 def report_parser(parser: argparse.ArgumentParser | None = None) -> argparse.ArgumentParser:
     """The report's options, on ``parser`` (the ``report`` subcommand) or a parser of their own."""
-    from parity.property_scenario import ALL_SCENARIOS as SCENARIOS
+    from parity.table.scenario import ALL_SCENARIOS as SCENARIOS
 
     parser = parser or argparse.ArgumentParser(prog="python -m parity report", description=REPORT_HELP)
     parser.add_argument("--device", default="cpu", choices=[*DEVICES, "auto"], help="default: cpu")
@@ -109,7 +109,7 @@ OUTPUTS = ("json", "markdown", "html")
 def report(parser: argparse.ArgumentParser, args: argparse.Namespace) -> int:
     from parity.report.model import Options
 
-    freeze_heap()  # the report runs many trainers, each ending in a full gc.collect() (parity.threads)
+    freeze_heap()  # the report runs many trainers, each ending in a full gc.collect() (parity.safety.threads)
     try:
         device = resolve_device(args.device)
         check_dtype_runs_on(args.dtype, device)
@@ -129,7 +129,7 @@ def report(parser: argparse.ArgumentParser, args: argparse.Namespace) -> int:
             selected = get_target(name)
             check_supported(selected.requires)
             extra += [selected, *([get_target(selected.companion)] if selected.companion else [])]
-        from parity.preflight import preflight
+        from parity.targets import preflight
 
         for target in dict.fromkeys(extra):
             preflight(target, args.seed)
@@ -152,7 +152,7 @@ def report(parser: argparse.ArgumentParser, args: argparse.Namespace) -> int:
 
 
 def _run_and_write(args: argparse.Namespace, targets: list, options) -> int:
-    from parity.property_scenario import ALL_SCENARIOS
+    from parity.table.scenario import ALL_SCENARIOS
     from parity.report.model import as_json
     from parity.report.scenarios import run_report
     from parity.report.text import format_report
@@ -222,7 +222,7 @@ def targets(parser: argparse.ArgumentParser, args: argparse.Namespace) -> int:
 
 
 def bench(parser: argparse.ArgumentParser, args: argparse.Namespace) -> int:
-    from parity.bench import bench_main
+    from parity.fleet.bench import bench_main
 
     return bench_main(parser, args)
 
@@ -305,13 +305,13 @@ def follow(run, path: str, say, every_s: float = 0.2):
 
 
 def fuzz(parser: argparse.ArgumentParser, args: argparse.Namespace) -> int:
-    from parity.fuzz import fuzz_main
+    from parity.fleet.fuzz import fuzz_main
 
     return fuzz_main(parser, args, _progress)
 
 
 def replay(parser: argparse.ArgumentParser, args: argparse.Namespace) -> int:
-    from parity.fuzz import replay_main
+    from parity.fleet.fuzz import replay_main
 
     return replay_main(parser, args)
 
@@ -332,8 +332,8 @@ def cli_parser() -> argparse.ArgumentParser:
     without one), ``python -m parity CMD --help`` each command's."""
     from importlib.metadata import version
 
-    from parity.bench import add_bench_arguments
-    from parity.fuzz import add_fuzz_arguments, add_replay_arguments
+    from parity.fleet.bench import add_bench_arguments
+    from parity.fleet.fuzz import add_fuzz_arguments, add_replay_arguments
 
     parser = argparse.ArgumentParser(prog="python -m parity", description="the one-command parity verdict before a pull request",
                                      formatter_class=argparse.RawDescriptionHelpFormatter)

@@ -70,3 +70,23 @@ class GPTDatasetConfig:
             raise ValueError(f"num_epochs must be None or an integer >= 1, got {self.num_epochs}")
         if self.num_samples is not None and self.num_samples < 1:
             raise ValueError(f"num_samples must be None or an integer >= 1, got {self.num_samples}")
+
+
+def upstream_documents(seed: int) -> list:
+    """Eight documents of differing length (1 to 119 tokens) and content, each closed by an EOD:
+    unlike upstream's mock ramps, no two samples look alike, so a sample boundary or index that is
+    off by one shows as a difference."""
+    import numpy as np
+
+    rng = np.random.default_rng(seed)
+    lengths = rng.integers(1, 120, size=8)
+    return [np.append(rng.integers(1, 64, size=length - 1), 0).astype(np.int64) for length in lengths]
+
+
+def upstream_config() -> GPTDatasetConfig:
+    """Upstream's case: a valid split that keeps its last, padded sample (sequence length 32). The report's
+    ``dataset-cache`` scenario serves it, and a selected target's factory is first called on it
+    (:func:`parity.targets.preflight`)."""
+    return GPTDatasetConfig(
+        sequence_length=32, vocab_size=64, eod_id=0, split="valid", drop_last_partial_validation_sequence=False
+    )

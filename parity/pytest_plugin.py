@@ -21,7 +21,7 @@ import os
 
 import pytest
 
-from parity.threads import freeze_heap, share_cores, wait_passively
+from parity.safety.threads import freeze_heap, share_cores, wait_passively
 
 MARKERS = {
     "cuda": "needs a CUDA device (skips cleanly without one)",
@@ -126,7 +126,7 @@ def pytest_configure(config: pytest.Config) -> None:
     wait_passively()  # a no-op where the conftests already asked (and too late only if one imported torch)
     for name, description in MARKERS.items():
         config.addinivalue_line("markers", f"{name}: {description}")
-    from parity.profiles import UnknownProfile, check_profile, load_default_profile, register_profiles
+    from parity.safety.profiles import UnknownProfile, check_profile, load_default_profile, register_profiles
 
     register_profiles()
     # Before Hypothesis's own plugin, which loads ``--hypothesis-profile`` when one is given (an unknown
@@ -139,21 +139,21 @@ def pytest_configure(config: pytest.Config) -> None:
             load_default_profile()
     except UnknownProfile as error:
         raise pytest.UsageError(str(error)) from None
-    from parity.runner_safety import RunnerSafety, set_test_bound
+    from parity.safety.runner import RunnerSafety, set_test_bound
 
     set_test_bound(config)  # before pytest-timeout reads its settings (docs/faults.md, Bounds)
     config.pluginmanager.register(RunnerSafety(config), "parity-runner-safety")
 
-    from parity.releases import UnsupportedRelease, check_supported
+    from parity.safety.releases import UnsupportedRelease, check_supported
     from parity.targets import UnknownTargetError, builtin_targets, get_target
-    from parity.usage import UsageError
+    from parity.safety.usage import UsageError
 
     try:
         config.parity_target = get_target(config.getoption("parity_target") or "impl")
         for name in ("transformers", config.parity_target.requires):  # refused before any work (docs/install.md)
             check_supported(name)
         if config.parity_target.name not in builtin_targets() and not hasattr(config, "workerinput"):
-            from parity.preflight import preflight  # a target of yours, held to its interfaces once, before any test
+            from parity.targets import preflight  # a target of yours, held to its interfaces once, before any test
 
             preflight(config.parity_target)
     except (UnknownTargetError, UnsupportedRelease, UsageError) as error:
@@ -169,12 +169,12 @@ def pytest_configure(config: pytest.Config) -> None:
 
 
 def _use_database(config: pytest.Config):
-    """The example database of ``--parity-database`` in the session's profile (parity.database), a bad
+    """The example database of ``--parity-database`` in the session's profile (parity.fleet.database), a bad
     setting being a usage error; the profile's own database without one."""
     from hypothesis import settings
 
-    from parity import database
-    from parity.profiles import default_profile
+    from parity.fleet import database
+    from parity.safety.profiles import default_profile
 
     profile = config.getoption("hypothesis_profile", default=None) or default_profile()
     try:
@@ -231,7 +231,7 @@ def pytest_report_header(config: pytest.Config) -> list[str] | None:
         lines += source.describe()
     setting = getattr(config, "parity_database", None)
     if setting is not None:
-        from parity.database import target_prefix
+        from parity.fleet.database import target_prefix
 
         seeded = config.getoption("hypothesis_seed", default=None) is not None
         where = "off: --hypothesis-seed switches Hypothesis's database off" if seeded else setting.describe()
@@ -283,7 +283,7 @@ def trainer_class(target):
 
 
 def _target_crashes(error: BaseException):
-    from parity.crash import TargetCrashed
+    from parity.safety.crash import TargetCrashed
 
     if isinstance(error, TargetCrashed):
         yield error
@@ -303,7 +303,7 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo):
     target = getattr(item.config, "parity_target", None)
     if call.when != "call" or call.excinfo is None or target is None:
         return
-    from parity.crash import is_known_crash
+    from parity.safety.crash import is_known_crash
 
     crashes = list(_target_crashes(call.excinfo.value))
     if crashes and all(is_known_crash(crash, target.known_crashes) for crash in crashes):

@@ -24,8 +24,9 @@ from dataclasses import dataclass
 from importlib.metadata import entry_points
 from typing import TYPE_CHECKING, Any, Literal, Protocol, runtime_checkable
 
-from parity.releases import install_command
-from parity.usage import UsageError
+from parity.safety.crash import ConfigDeclined  # noqa: F401 - a target raises parity.targets.ConfigDeclined
+from parity.safety.releases import install_command
+from parity.safety.usage import UsageError
 
 if TYPE_CHECKING:  # the Protocols' annotations only: naming a target imports no model (an xdist controller)
     import numpy as np
@@ -61,12 +62,6 @@ class DatasetFactory(Protocol):
     :class:`ConfigDeclined` for a config the target cannot express."""
 
     def __call__(self, documents: Sequence[np.ndarray], config: Any) -> GPTDatasetLike: ...
-
-
-class ConfigDeclined(Exception):
-    """Raised by a target for a config it cannot express (e.g. megatron-core has no ``num_epochs``).
-
-    The property skips that example; it is neither a pass nor a failure."""
 
 
 class DiffusionLoss(Protocol):
@@ -220,7 +215,7 @@ OPTIONAL_TARGETS: tuple[Target, ...] = (
         description="megatron-core's own GPTDataset, as installed (has the cache bug)",
         expect="fail",
         dataset="parity.dataset.megatron:megatron_dataset",
-        pipeline="parity.dataset.megatron:megatron_pipeline",
+        pipeline="parity.dataset.megatron_pipeline:megatron_pipeline",
         reads_files=True,
         requires="megatron-core",
         companion="megatron-core:fixed",
@@ -231,7 +226,7 @@ OPTIONAL_TARGETS: tuple[Target, ...] = (
         description="megatron-core's GPTDataset fixed: a copy cached on FILL, the index settings in the cache key",
         expect="pass",
         dataset="parity.dataset.megatron:fixed_megatron_dataset",
-        pipeline="parity.dataset.megatron:fixed_megatron_pipeline",
+        pipeline="parity.dataset.megatron_pipeline:fixed_megatron_pipeline",
         reads_files=True,
         requires="megatron-core",
         companion="megatron-core",
@@ -418,3 +413,25 @@ def get_target(name: str) -> Target:
     if any(t.name == name for t in OPTIONAL_TARGETS):
         hint = f" (it needs megatron-core: {install_command('megatron-core')}, docs/install.md)"
     raise UnknownTargetError(f"unknown target {name!r}{hint}; known targets: {known}")
+
+
+def preflight(target: Target, seed: int = 0) -> None:
+    """A selected target held to its interfaces' Protocols before any work (docs/report.md, Usage errors):
+    each interface loaded and checked (:func:`checked_interface`), and a dataset factory called once on
+    upstream's case (``parity.dataset_config.upstream_documents``), what it returns checked
+    (:func:`checked_dataset`). ``TargetContractError`` in one line naming the target, the interface and
+    what it must be; the CLI turns it into exit 2, the plugin into a pytest usage error. A factory that
+    raises here is left to the properties, which report it as a crash."""
+    from parity.dataset_config import upstream_config, upstream_documents
+    from parity.safety.crash import TargetCrashed, call_target
+
+    for interface in ("dataset", "loss", "trainer"):
+        if not target.provides(interface):
+            continue
+        loaded = checked_interface(target, interface)
+        if interface == "dataset":
+            try:
+                built = call_target("building the dataset", loaded, upstream_documents(seed), upstream_config())
+            except TargetCrashed:
+                continue
+            checked_dataset(built, f"target {target.name!r}: dataset={target.dataset!r}")

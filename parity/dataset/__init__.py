@@ -5,5 +5,6 @@ targets (``impl``), megatron-core's ``GPTDataset`` as a target (``megatron``), o
 to ``.bin``/``.idx`` files with megatron's own builder (``files``), its builder, blends, splits and index
 cache (``megatron_pipeline``) and its mock data (``megatron_mock``), and how fast the dataset bugs are
 found (``bench``). It imports only the base (cases, targets, judgement,
-strategies); the report reads its results, nothing else in parity does (docs/design.md, Layout).
+strategies) and the safety floor; the report and the table above read its results (docs/design.md,
+Layout).
 """

@@ -143,20 +143,6 @@ def fixed_megatron_dataset(documents: Sequence[np.ndarray], config):
 megatron_dataset.reads_files = fixed_megatron_dataset.reads_files = True
 
 
-def megatron_pipeline(prefixes, weights, split, sizes, config, *, path_to_cache: str, fast_cache_load: bool = False):
-    """The ``megatron-core`` pipeline: megatron's builder over its ``GPTDataset`` as installed."""
-    from parity.dataset.megatron_pipeline import build_splits
-
-    return build_splits(import_megatron().GPTDataset, prefixes, weights, split, sizes, config, path_to_cache, fast_cache_load)
-
-
-def fixed_megatron_pipeline(prefixes, weights, split, sizes, config, *, path_to_cache: str, fast_cache_load: bool = False):
-    """The ``megatron-core:fixed`` pipeline: megatron's builder over the fixed ``GPTDataset`` (:func:`fixed_class`)."""
-    from parity.dataset.megatron_pipeline import build_splits
-
-    return build_splits(fixed_class(), prefixes, weights, split, sizes, config, path_to_cache, fast_cache_load)
-
-
 class _CopyOnStore:
     """An instance attribute whose stored tensor is a copy of the one assigned."""
 

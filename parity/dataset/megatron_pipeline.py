@@ -21,7 +21,7 @@ import tempfile
 from collections.abc import Sequence
 from datetime import timedelta
 
-from parity.dataset.megatron import import_megatron, megatron_config
+from parity.dataset.megatron import fixed_class, import_megatron, megatron_config
 from parity.targets import ConfigDeclined
 
 #: How long a process group of one may take to form (it meets itself through a file).
@@ -64,3 +64,13 @@ def build_splits(
     megatron = megatron_config(config, path_to_cache=path_to_cache, **placement)
     with process_group_of_one():
         return BlendedMegatronDatasetBuilder(dataset_class, list(sizes), lambda: True, megatron).build()
+
+
+def megatron_pipeline(prefixes, weights, split, sizes, config, *, path_to_cache: str, fast_cache_load: bool = False):
+    """The ``megatron-core`` pipeline: megatron's builder over its ``GPTDataset`` as installed."""
+    return build_splits(import_megatron().GPTDataset, prefixes, weights, split, sizes, config, path_to_cache, fast_cache_load)
+
+
+def fixed_megatron_pipeline(prefixes, weights, split, sizes, config, *, path_to_cache: str, fast_cache_load: bool = False):
+    """The ``megatron-core:fixed`` pipeline: megatron's builder over the fixed ``GPTDataset`` (:func:`fixed_class`)."""
+    return build_splits(fixed_class(), prefixes, weights, split, sizes, config, path_to_cache, fast_cache_load)

@@ -8,32 +8,13 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from parity.report.model import VERDICT_ROW, Column, Options, ScenarioResult, oracle_column, verdict_column
+from parity.dataset_config import upstream_config, upstream_documents
 from parity.targets import Target
 
 
 def hazard_summary(hazards) -> str:
     """A table cell: each hazard's short form, "none" when nothing aliases."""
     return ", ".join(hazard.short for hazard in hazards) or "none"
-
-
-def dataset_documents(seed: int) -> list:
-    """Eight documents of differing length (1 to 119 tokens) and content, each closed by an EOD:
-    unlike upstream's mock ramps, no two samples look alike, so a sample boundary or index that is
-    off by one shows as a difference."""
-    import numpy as np
-
-    rng = np.random.default_rng(seed)
-    lengths = rng.integers(1, 120, size=8)
-    return [np.append(rng.integers(1, 64, size=length - 1), 0).astype(np.int64) for length in lengths]
-
-
-def dataset_config():
-    """Upstream's case: a valid split that keeps its last, padded sample (sequence length 32)."""
-    from parity.dataset_config import GPTDatasetConfig
-
-    return GPTDatasetConfig(
-        sequence_length=32, vocab_size=64, eod_id=0, split="valid", drop_last_partial_validation_sequence=False
-    )
 
 
 def dataset_scenario(targets: list[Target], options: Options, progress: Callable[[str], None]) -> ScenarioResult:
@@ -43,11 +24,11 @@ def dataset_scenario(targets: list[Target], options: Options, progress: Callable
     disagreements (the required verdict), the aliasing hazards (failing only a target that promises
     copies), the installed version of an optional target, or the crash when the target raised."""
     from oracle.gpt_dataset import OracleGPTDataset
-    from parity.crash import TargetCrashed, call_target, is_known_crash
+    from parity.safety.crash import TargetCrashed, call_target, is_known_crash
     from parity.dataset.compare import aliasing_hazards, last_sample_position
 
-    documents = dataset_documents(options.seed)
-    config = dataset_config()
+    documents = upstream_documents(options.seed)
+    config = upstream_config()
     result = ScenarioResult(
         "dataset-cache",
         "padded last sample served first: fresh run vs resumed run, every sample vs the oracle",

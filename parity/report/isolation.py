@@ -7,7 +7,7 @@ imports are the child's and a fork costs milliseconds; spawned on CUDA, which a 
 again, at the cost of a fresh interpreter (torch and transformers imported, CUDA initialised: seconds a
 scenario). The child sends its scenario result back pickled through a pipe; a child that ends without
 sending it becomes a ``crash`` column naming the exit status or the signal and the last target call it
-started (``parity.bounds`` reports each call as it starts, into memory or a file the parent reads).
+started (``parity.safety.bounds`` reports each call as it starts, into memory or a file the parent reads).
 """
 
 from __future__ import annotations
@@ -25,9 +25,9 @@ from collections.abc import Callable
 
 import torch
 
-from parity import bounds
-from parity.crash import process_ended
-from parity.parent_death import die_with_parent
+from parity.safety import bounds
+from parity.safety.crash import process_ended
+from parity.safety.parent_death import die_with_parent
 
 
 def start_method(device: str) -> str:
@@ -43,7 +43,7 @@ def run_in_child(work: Callable[[], object], start: str = "fork") -> object:
     """``work()`` in a child (``start``: ``fork``, or ``spawn``, where ``work`` must pickle), its result
     returned here; an exception it raised is raised here (re-created from its type name and message when it
     cannot be pickled); :class:`ChildEnded` when the child's process ended without a result, or outlived the
-    per-test bound (``parity.bounds.test_bound``)."""
+    per-test bound (``parity.safety.bounds.test_bound``)."""
     for stream in (sys.stdout, sys.stderr):
         stream.flush()  # or a forked child's copy of a buffer would be written twice
     if start == "spawn":
@@ -146,7 +146,7 @@ def _outcome(data: bytes, timed_out: bool, exitcode: int, slot: bounds.CallSlot)
 
 def _read_within(fd: int, seconds: float | None) -> tuple[bytes, bool]:
     """All the child writes before it closes its end, and whether ``seconds`` (None: no bound) ran out first.
-    The bound is the per-test one (``parity.bounds.test_bound``): each target call inside the child has the
+    The bound is the per-test one (``parity.safety.bounds.test_bound``): each target call inside the child has the
     shorter call bound, so this ends only what no call bound could (a hang in the harness's own code)."""
     chunks, deadline = [], None if seconds is None else time.monotonic() + seconds
     with os.fdopen(fd, "rb", buffering=0) as pipe:

@@ -17,7 +17,7 @@ from typing import Any
 
 import torch
 
-from parity.bounds import CallTimedOut
+from parity.safety.bounds import CallTimedOut
 from parity.report.dataset import dataset_scenario
 from parity.report.isolation import ChildEnded, run_in_child, start_method
 from parity.report.model import VERDICT_ROW, Column, Options, ScenarioResult, verdict_column
@@ -218,7 +218,7 @@ def run_report(
     """Every scenario some target provides the interface for; ``distributed`` only with ``--ddp``.
 
     ``scenarios``: this wing's own by default; the CLI adds the property table's
-    (parity/property_scenario.py), which this wing may not import (docs/design.md, Layout).
+    (parity/table/scenario.py), which this wing may not import (docs/design.md, Layout).
 
     The targets under test (``options.under_test``) run first and lead every table; the others are
     the controls (impl beside a target of yours, the known bugs), marked so that the renderings can
@@ -274,7 +274,7 @@ def _run_scenario(
 def _run_yours(scenario: Scenario, target: Target, options: Options, progress: Callable[[str], None]) -> ScenarioResult:
     """``target``'s result of the scenario, computed in a child (forked, or spawned on CUDA: isolation.py); a
     child that ends without one (os._exit, a signal), or a target call that outlives its bound
-    (parity.bounds), is a crash column naming how and in which call: never as expected (docs/faults.md)."""
+    (parity.safety.bounds), is a crash column naming how and in which call: never as expected (docs/faults.md)."""
     start = start_method(options.device)
     work = functools.partial(_run_scenario, scenario, [target], options, progress, name=target.name)
     if start == "spawn":  # a fresh interpreter: progress said here (a lambda does not pickle), kernel settings again

@@ -1,4 +1,4 @@
-"""Turn a :class:`~parity.property_table.Property` into a pytest test driven by Hypothesis.
+"""Turn a :class:`~parity.table.rows.Property` into a pytest test driven by Hypothesis.
 
 The test takes the session's target (``--parity-target``, default ``impl``) and a device; a target that
 lacks the property's interface skips it. The drawn arguments come from the entry's strategies, its
@@ -14,9 +14,9 @@ import pytest
 from hypothesis import example, given
 
 from parity.devices import make_deterministic
-from parity.property_record import Property
+from parity.table.record import Property
 from parity.pytest_plugin import device_params
-from parity.suite.budget import ShrinkBudget, suite_settings
+from parity.table.run_budget import ShrinkBudget, suite_settings
 
 
 class ParityNote(UserWarning):

@@ -10,7 +10,7 @@ started by ``parity.training.rank_start``: it dies with the launcher (a parent-d
 its own error through a file before any further collective, and answers ``SIGUSR1`` with its stacks.
 On any way out, an interrupt included, the launcher kills every rank's group and removes its folder,
 where the ranks keep their temporary files. A run that outlives its bound (held below the test's,
-``parity.bounds``) is asked for every rank's stack first, and the failure names where each rank was
+``parity.safety.bounds``) is asked for every rank's stack first, and the failure names where each rank was
 and the collective it waited in.
 """
 
@@ -29,8 +29,8 @@ from pathlib import Path
 import torch
 import torch.distributed as dist
 
-from parity.bounds import TEST_BOUND_ENV, call_bound
-from parity.crash import process_ended, raised_in, short_path
+from parity.safety.bounds import TEST_BOUND_ENV, call_bound
+from parity.safety.crash import process_ended, raised_in, short_path
 from parity.devices import backend as device_backend
 from parity.training.rank_start import ERRORS_ENV, LAUNCHER_ENV
 
@@ -70,7 +70,7 @@ def launch(module: str, args: list[str], world_size: int, timeout_s: float | Non
     """Run ``python -m module *args`` as ``world_size`` ranks; return each rank's stdout.
 
     The run's bound is ``timeout_s``, held at or below the harness's call bound in a test
-    (``parity.bounds.call_bound``). Raises ``RankFailed`` naming the fault (see the module docstring)
+    (``parity.safety.bounds.call_bound``). Raises ``RankFailed`` naming the fault (see the module docstring)
     after killing every rank's process group, as on any other way out.
     """
     bound = call_bound() if timeout_s is None else timeout_s

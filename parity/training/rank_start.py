@@ -17,7 +17,7 @@ import sys
 import traceback
 from pathlib import Path
 
-from parity.parent_death import die_with_parent
+from parity.safety.parent_death import die_with_parent
 
 #: The launcher's pid: a rank whose parent is not this process any more exits at once.
 LAUNCHER_ENV = "PARITY_LAUNCHER_PID"
@@ -35,7 +35,7 @@ def die_with_launcher() -> None:
 def report(error: BaseException) -> None:
     """Write the rank's own error where the launcher reads it: one line naming it and where it was raised
     (a ``RankCrashed``'s own message: the target's crash as its verdict names it), then its traceback."""
-    from parity.crash import describe_raised
+    from parity.safety.crash import describe_raised
 
     described = str(error) if type(error).__name__ == "RankCrashed" else describe_raised(error)
     text = f"{described}\n{''.join(traceback.format_exception(error)[-12:])}"

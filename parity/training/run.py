@@ -5,7 +5,7 @@ tiny model, rows and collator, seeds torch's global generator through ``args.see
 ``train()``, ``evaluate()`` and ``prediction_step``, and watches from outside
 (``parity.training.observe``). The masks are read off the ids the encoder received and ``p`` is
 replayed from the generator timeline (``parity.training.noise_replay``); the oracle then runs on the replayed
-draws and judges the run (``parity.training.verdict``); ``parity.properties.training`` is the property.
+draws and judges the run (``parity.training.verdict``); ``parity.table.checks.training`` is the property.
 
 Two class attributes of the trainer are read, never required: ``eps`` (the rule is
 :func:`eps_declined`) and ``model_contract`` (held to the contract observed, :func:`observed_contract`).
@@ -21,10 +21,10 @@ from transformers import PrinterCallback, TrainingArguments
 
 from oracle.nemotron_diffusion import IGNORE_INDEX, TINY_CONFIG
 from oracle.window_reference import Draw, StepResult
-from parity.bounds import bounded
+from parity.safety.bounds import bounded
 from parity.cases import PUBLISHED_EPS, TrainerCase
 from parity.compare import Finding
-from parity.crash import describe_raised
+from parity.safety.crash import describe_raised
 from parity.devices import backend, check_dtype_runs_on
 from parity.targets import ConfigDeclined
 from parity.training.noise_replay import replay_noise

@@ -9,9 +9,9 @@ from __future__ import annotations
 import pytest
 import torch
 
-from parity.crash import TargetCrashed, is_known_crash
+from parity.safety.crash import TargetCrashed, is_known_crash
 from parity.dataset.compare import aliasing_hazards
-from parity.properties import dataset as properties
+from parity.table.checks import dataset as properties
 from parity.report.scenarios import Options, dataset_scenario
 from parity.strategies.dataset import UPSTREAM_PR_CASE
 from parity.targets import Target

@@ -17,7 +17,7 @@ from hypothesis import given, settings
 
 from impl.dataset_config import GPTDatasetConfig
 from impl.gpt_dataset import GPTDataset
-from parity.properties import dataset as properties
+from parity.table.checks import dataset as properties
 from parity.strategies.dataset import dataset_cases
 from parity.targets import Target
 

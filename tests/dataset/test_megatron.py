@@ -13,11 +13,11 @@ import numpy as np
 import pytest
 from hypothesis import given, reject, settings
 
-from parity.crash import TargetCrashed
+from parity.safety.crash import TargetCrashed
 from parity.dataset_config import GPTDatasetConfig
-from parity.properties import dataset as properties
-from parity.property_table import PROPERTIES, catching
-from parity.releases import install_command
+from parity.table.checks import dataset as properties
+from parity.table.rows import PROPERTIES, catching
+from parity.safety.releases import install_command
 from parity.strategies.dataset import (
     MEGATRON_CRASH_CASE,
     MOCK_DATA_CASE,

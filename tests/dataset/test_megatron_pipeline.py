@@ -14,8 +14,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from oracle.blend_reference import blending_indices, normalized, split_bookends
-from parity.properties import pipeline as properties
-from parity.property_table import PROPERTIES
+from parity.table.checks import pipeline as properties
+from parity.table.rows import PROPERTIES
 from parity.strategies.pipeline import PIPELINE_CASES, VARIATIONS, split_strings
 from parity.targets import OPTIONAL_TARGETS
 

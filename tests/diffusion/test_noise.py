@@ -1,7 +1,7 @@
 """The noise a loss target draws, by example: the EOS rule as its manual states it, the 1/p weighting.
 
 The randomised noise properties (draws equal the oracle's, the masked fraction follows p) are
-records of the property table (parity/property_table.py).
+records of the property table (parity/table/rows.py).
 """
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ from oracle.nemotron_diffusion import IGNORE_INDEX, build_tiny_model
 from parity.budget import compare_states, compare_tensor
 from parity.cases import EOS, MASK_TOKEN_ID, SEED_SCENARIO
 from parity.compare import assert_verdict, judge
-from parity.properties.diffusion import noise
+from parity.table.checks.diffusion import noise
 from parity.training.window_cases import parity_run
 
 

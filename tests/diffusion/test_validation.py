@@ -10,7 +10,7 @@ import pytest
 import torch
 
 from parity.cases import VOCAB
-from parity.properties.diffusion import noise
+from parity.table.checks.diffusion import noise
 
 IDS = torch.zeros(2, 5, dtype=torch.long)
 

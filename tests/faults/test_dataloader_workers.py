@@ -16,7 +16,7 @@ pytestmark = pytest.mark.long
 
 #: The DataLoader property on a dataset whose workers hang; the process prints each worker's pid.
 SCRIPT = """
-from parity.properties.dataset import check_dataloader_matches_oracle
+from parity.table.checks.dataset import check_dataloader_matches_oracle
 from parity.strategies.dataset import UPSTREAM_PR_CASE
 from tests.faults.targets import hangs_in_a_dataloader_worker
 check_dataloader_matches_oracle(hangs_in_a_dataloader_worker, UPSTREAM_PR_CASE, 2)

@@ -1,4 +1,4 @@
-"""A planted worker death does not hang the suite (parity.xdist_scheduling, docs/faults.md, The runner): a
+"""A planted worker death does not hang the suite (parity.safety.xdist_scheduling, docs/faults.md, The runner): a
 suite run as this repository runs its own, ``-n 2 --dist=loadgroup`` with the thread timeout, where one test
 ends its worker's process, one outlives the per-test bound and one group loses a worker halfway, ends with
 exactly those tests failed and every other test run once."""
@@ -27,7 +27,7 @@ def test_before(n):
 
 
 def test_dies():
-    from parity.crash import call_target
+    from parity.safety.crash import call_target
 
     call_target("serving", lambda idx: os._exit(1), 7)
 
@@ -73,7 +73,7 @@ def test_a_suite_with_dead_workers_ends_with_those_tests_failed(tmp_path):
     assert failed == ["test_dies", "test_group_dies", "test_outlives_the_bound"], output
     assert re.search(r"\b3 failed, 7 passed\b", output), output
     assert "parity bounds: 5 s a test (--timeout)" in output, output
-    # How the worker ended, and in which call of the target (parity.runner_safety).
+    # How the worker ended, and in which call of the target (parity.safety.runner).
     assert re.search(r"worker 'gw\d' crashed while running 'test_planted.py::test_dies': the worker exited with "
                      r"status 1; the last target call it started: `<lambda>\(7\)` while serving", output), output
     assert re.search(r"crashed while running 'test_planted.py::test_group_dies(@distributed)?': the worker exited with status 3$",

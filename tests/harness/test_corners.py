@@ -21,7 +21,7 @@ from __future__ import annotations
 import pytest
 from hypothesis import HealthCheck, Phase, given, settings
 
-from parity.property_table import PROPERTIES
+from parity.table.rows import PROPERTIES
 from parity.strategies import dataset, diffusion
 from parity.strategies.covering import covering_array, covers, every_combination, labels, requirements
 

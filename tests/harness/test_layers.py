@@ -1,13 +1,15 @@
-"""The harness's one rule set of layers (docs/design.md, Layout), read statically from every import
+"""The harness's one rule set of floors (docs/design.md, Layout), read statically from every import
 statement of a module, top level or nested.
 
-The base is layered by role as before: case types are plain values, strategies draw them, the
-judgement compares results; so a property that needs a case's type does not pull in Hypothesis,
-and drawing cases runs nothing. Around the base stand three wings, each importing the base and
-itself only, except the one direction docs/design.md names: the report wing reads the dataset and
-training wings' results. The entry layer (the property table, the properties, the suite, the
-plugin, the CLI, bench) may import anything. One table, :data:`MAY_IMPORT`, states both rules, and
-every parity module belongs to exactly one layer, so a new module cannot fall outside the rules.
+From the bottom: the safety floor a session puts around target code imports nothing else of parity;
+the base is layered by role (case types are plain values, strategies draw them, the judgement compares
+results), so a property that needs a case's type does not pull in Hypothesis and drawing cases runs
+nothing. The dataset and training wings stand on the base, each importing itself and what lies below;
+the report reads both wings' results; the property table drives the wings and joins the report; the
+fleet runs the table at scale; the entry points (the CLI, the plugin, the installed suite, the former
+module names) may import anything. One table, :data:`MAY_IMPORT`, states the order, every parity
+module belongs to exactly one floor, so a new module cannot fall outside the rules, and no import
+circle may stand anywhere, inside a floor or a wing included.
 """
 
 from __future__ import annotations
@@ -18,32 +20,34 @@ from pathlib import Path
 import pytest
 
 REPOSITORY = Path(__file__).resolve().parents[2]
-BASE = ("cases", "strategies", "judgement")
-WINGS = ("dataset", "training", "report")
-#: Each layer's modules (by dotted prefix; the entry layer is every parity module not named here).
+#: Each floor's modules, by dotted prefix (the entry floor is every parity module not named here).
 LAYERS = {
-    "cases": (
-        "parity.cases", "parity.dataset_config", "parity.targets", "parity.devices", "parity.threads", "parity.bounds",
-        "parity.releases", "parity.usage", "parity.parent_death",
-    ),
+    "safety": ("parity.safety",),
+    "cases": ("parity.cases", "parity.dataset_config", "parity.targets", "parity.devices"),
     "strategies": ("parity.strategies",),
-    "judgement": ("parity.budget", "parity.compare", "parity.crash"),
+    "judgement": ("parity.budget", "parity.compare"),
     "dataset": ("parity.dataset",),
     "training": ("parity.training",),
     "report": ("parity.report",),
+    "table": ("parity.table",),
+    "fleet": ("parity.fleet",),
 }
 ENTRY = "entry"
-#: The layers a layer may import besides itself: the role order inside the base, the wing rule around it.
+BASE = ("safety", "cases", "strategies", "judgement")
+#: The floors a floor may import besides itself: the role order inside the base, the wings beside each other.
 MAY_IMPORT = {
-    "cases": (),
-    "strategies": ("cases",),
-    "judgement": ("cases",),
+    "safety": (),
+    "cases": ("safety",),
+    "strategies": ("safety", "cases"),
+    "judgement": ("safety", "cases"),
     "dataset": BASE,
     "training": BASE,
     "report": (*BASE, "dataset", "training"),
-    ENTRY: (*BASE, *WINGS),
+    "table": (*BASE, "dataset", "training", "report"),
+    "fleet": (*BASE, "dataset", "training", "report", "table"),
+    ENTRY: (*LAYERS,),
 }
-#: Case types are plain values: drawing or running them is for the layers after.
+#: Case types are plain values: drawing or running them is for the floors after.
 NOT_FOR_CASES = ("hypothesis",)
 
 
@@ -104,6 +108,41 @@ def violations(module: str, imports: set[str]) -> dict[str, str]:
     }
 
 
+def circles(graph: dict[str, set[str]]) -> list[list[str]]:
+    """Every import circle in ``graph`` (module -> the modules it imports): its strongly connected
+    components of more than one module, or of one module importing itself (Tarjan's algorithm)."""
+    index, low, stack, on_stack, found = {}, {}, [], set(), []
+
+    def visit(node: str) -> None:
+        index[node] = low[node] = len(index)
+        stack.append(node)
+        on_stack.add(node)
+        for successor in sorted(graph.get(node, ())):
+            if successor not in index:
+                visit(successor)
+                low[node] = min(low[node], low[successor])
+            elif successor in on_stack:
+                low[node] = min(low[node], index[successor])
+        if low[node] == index[node]:
+            component = []
+            while not component or component[-1] != node:
+                component.append(stack.pop())
+                on_stack.discard(component[-1])
+            if len(component) > 1 or node in graph.get(node, ()):
+                found.append(sorted(component))
+
+    for node in sorted(graph):
+        if node not in index:
+            visit(node)
+    return found
+
+
+def import_graph() -> dict[str, set[str]]:
+    """Every parity module -> the parity modules it imports (a package's ``__init__`` is a module of its own)."""
+    modules = set(parity_modules())
+    return {module: direct_imports(module) & modules for module in modules}
+
+
 @pytest.mark.parametrize("module", parity_modules())
 def test_a_module_imports_only_what_its_layer_may(module):
     assert violations(module, direct_imports(module)) == {}, f"{module} ({layer_of(module)}) breaks the layer rule"
@@ -114,23 +153,43 @@ def test_a_module_imports_only_what_its_layer_may(module):
     [
         ("parity.training.run", "parity.dataset.compare"),  # a wing importing another wing
         ("parity.dataset.megatron", "parity.report.model"),  # a wing importing the report
-        ("parity.training.verdict", "parity.property_table"),  # a wing importing the entry layer
-        ("parity.report.scenarios", "parity.__main__"),  # the report importing the CLI
+        ("parity.training.verdict", "parity.table.rows"),  # a wing importing the table
+        ("parity.report.scenarios", "parity.table.scenario"),  # the report importing the table
+        ("parity.table.hunt", "parity.fleet.database"),  # the table importing the fleet
+        ("parity.fleet.bench", "parity.__main__"),  # the fleet importing the CLI
         ("parity.compare", "parity.training.step_compare"),  # the base importing a wing
         ("parity.cases", "parity.strategies"),  # case types importing strategies
+        ("parity.safety.crash", "parity.targets"),  # the safety floor importing the base
     ],
 )
 def test_the_rule_catches_a_planted_import(module, planted):
     assert violations(module, direct_imports(module) | {planted}) == {planted: layer_of(planted)}
 
 
-def test_every_wing_and_the_base_have_modules():
-    layers = {layer_of(module) for module in parity_modules()}
-    assert layers == {*BASE, *WINGS, ENTRY}
+def test_no_import_circle_stands_anywhere():
+    assert circles(import_graph()) == []
+
+
+def test_a_planted_circle_inside_a_wing_is_caught():
+    """The circle this layout removed (megatron.py <-> megatron_pipeline.py), planted back."""
+    graph = import_graph()
+    graph["parity.dataset.megatron"] = graph["parity.dataset.megatron"] | {"parity.dataset.megatron_pipeline"}
+    graph["parity.dataset.megatron_pipeline"] = graph["parity.dataset.megatron_pipeline"] | {"parity.dataset.megatron"}
+    assert circles(graph) == [["parity.dataset.megatron", "parity.dataset.megatron_pipeline"]]
+
+
+def test_the_circle_finder_sees_a_long_circle_and_a_self_import():
+    assert circles({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}) == [["a", "b", "c"]]
+    assert circles({"a": {"a"}, "b": set()}) == [["a"]]
+
+
+def test_every_floor_has_modules():
+    assert {layer_of(module) for module in parity_modules()} == {*LAYERS, ENTRY}
 
 
 def test_case_types_reach_no_strategy_or_run():
-    assert sorted(m for m in reached("parity.cases") if m.startswith(NOT_FOR_CASES) or layer_of(m) not in (None, "cases")) == []
+    below = (None, "safety", "cases")
+    assert sorted(m for m in reached("parity.cases") if m.startswith(NOT_FOR_CASES) or layer_of(m) not in below) == []
 
 
 def test_the_import_reader_follows_parity_modules():
@@ -139,7 +198,7 @@ def test_the_import_reader_follows_parity_modules():
 
 def test_properties_take_their_case_types_from_the_cases_module():
     from parity import cases
-    from parity.properties import dataset, diffusion, training
+    from parity.table.checks import dataset, diffusion, training
     from parity.strategies import trainer_cases  # noqa: F401 - exported by parity.strategies
 
     assert dataset.DatasetCase is cases.DatasetCase and diffusion.WindowCase is cases.WindowCase

@@ -25,7 +25,7 @@ def test_the_projects_own_target_option(pytestconfig):
     assert pytestconfig.getoption("parity_target") is None  # the parity group is there, unused
 
 def test_the_plugin_did_nothing_process_wide(pytestconfig):
-    assert not {"torch", "hypothesis", "parity.targets", "parity.profiles"} & set(sys.modules)
+    assert not {"torch", "hypothesis", "parity.targets", "parity.safety.profiles"} & set(sys.modules)
     assert "OMP_WAIT_POLICY" not in os.environ
     assert not [line for line in pytestconfig.getini("markers") if line.startswith(("cuda:", "distributed:", "slow:"))]
 '''

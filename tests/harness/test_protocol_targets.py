@@ -11,7 +11,7 @@ import pytest
 
 from oracle.gpt_dataset import OracleGPTDataset
 from oracle.nemotron_diffusion import eos_padding_rule, forward_process
-from parity.property_table import PROPERTIES
+from parity.table.rows import PROPERTIES
 from parity.targets import DatasetFactory, DiffusionLoss, GPTDatasetLike, Target
 
 HERE = __name__

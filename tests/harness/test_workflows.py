@@ -16,7 +16,7 @@ from pathlib import Path
 import yaml
 
 from parity.__main__ import cli_parser
-from parity.database import database_setting
+from parity.fleet.database import database_setting
 from parity.targets import get_target
 
 REPOSITORY = Path(__file__).resolve().parents[2]

@@ -13,8 +13,8 @@ from __future__ import annotations
 import pytest
 from hypothesis import settings
 
-from parity.property_scenario import properties_scenario
-from parity.property_table import PROPERTIES
+from parity.table.scenario import properties_scenario
+from parity.table.rows import PROPERTIES
 from parity.report.scenarios import Options
 from parity.targets import Target
 from tests.quality.broken_datasets import BROKEN

@@ -17,7 +17,7 @@ from hypothesis import strategies as st
 
 from parity.cases import TrainerCase
 from parity.compare import ParityFailure, assert_verdict
-from parity.suite.budget import fraction_of_profile, shrinks_whole_runs
+from parity.table.run_budget import fraction_of_profile, shrinks_whole_runs
 from parity.targets import get_target
 from parity.training.distributed import launch
 from parity.training.run import run_trainer
@@ -40,7 +40,7 @@ def test_single_process_run_catches_the_pre_fix_trainer_as_a_normalisation_bug(b
 
 
 def test_a_failing_trainer_property_reports_after_a_bounded_number_of_runs(tmp_path_factory):
-    """The cost of a failure is counted in training runs (parity/suite/budget.py): the first failure
+    """The cost of a failure is counted in training runs (parity/table/run_budget.py): the first failure
     comes within the property's examples, and outside a shrinking profile (nightly) exactly one run
     follows it, Hypothesis's replay of that example as drawn. The nightly profile may shrink."""
     trainer_class = get_target("known-bug:logits-local-mean").load("trainer")

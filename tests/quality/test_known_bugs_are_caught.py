@@ -1,6 +1,6 @@
 """Self-check of the suite: every known bug fails the properties that must catch it, and quickly.
 
-Read from the property table's ``catches`` (parity.property_table), so a new entry is checked with
+Read from the property table's ``catches`` (parity.table.rows), so a new entry is checked with
 no other edit. The default run keeps a cheap proof: the entry's explicit examples (the upstream
 triggers) and then a short derandomized search, stopping at the first counterexample. How fast the
 random search alone finds each bug (medians over seeds, with shrinking) is what ``python -m parity
@@ -14,7 +14,7 @@ from __future__ import annotations
 import pytest
 from hypothesis import settings
 
-from parity.property_table import PROPERTIES, Property
+from parity.table.rows import PROPERTIES, Property
 from parity.targets import builtin_targets
 
 #: Examples a random-search hunt may take before the bug counts as missed (nightly only).

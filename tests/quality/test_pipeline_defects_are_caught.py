@@ -10,7 +10,7 @@ from __future__ import annotations
 import pytest
 from hypothesis import settings
 
-from parity.property_table import PROPERTIES
+from parity.table.rows import PROPERTIES
 from parity.targets import OPTIONAL_TARGETS, Target
 
 pytestmark = [

@@ -91,7 +91,7 @@ def test_a_target_that_ends_its_process_is_a_crash_beside_the_others(factory, ho
 
 
 def test_a_target_that_hangs_is_timed_out_in_its_call_beside_the_others(monkeypatch):
-    """The column's bound is the call bound (parity.bounds): the hung call named, every other column kept."""
+    """The column's bound is the call bound (parity.safety.bounds): the hung call named, every other column kept."""
     monkeypatch.setenv("PARITY_TEST_BOUND_S", "6")  # a call bound of 1 s
     columns = _dataset_columns(_target("mine", "hanging"))
     assert list(columns) == ["mine", "impl", "oracle"]

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import pytest
 
-from parity.property_scenario import properties_scenario
+from parity.table.scenario import properties_scenario
 from parity.report.scenarios import Options
 from parity.targets import Target
 

@@ -16,7 +16,7 @@ from html.parser import HTMLParser
 
 import pytest
 
-from parity.property_scenario import properties_scenario
+from parity.table.scenario import properties_scenario
 from parity.report.model import Options, ScenarioResult, entries, table, verdict_line
 from parity.report.scenarios import distributed_column, run_report
 from parity.report.text import WIDTH, collapse_repeats, format_report

@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from parity.__main__ import main
-from parity.usage import UsageError, check_output_path, write_atomically
+from parity.safety.usage import UsageError, check_output_path, write_atomically
 
 
 def refused(capsys, argv) -> str:
@@ -140,7 +140,7 @@ def test_a_closed_pipe_ends_quietly_with_the_verdicts_status():
 def test_an_unknown_hypothesis_profile_is_a_usage_error_listing_the_known_ones(option, environment, field):
     """In this repository's parity session (its ini sets ``parity_suite``), before any test is collected."""
     result = subprocess.run(
-        [sys.executable, "-m", "pytest", *option, "-p", "no:cacheprovider", "--co", "-q", "tests/harness/test_threads.py"],
+        [sys.executable, "-m", "pytest", *option, "-p", "no:cacheprovider", "--co", "-q", "tests/safety/test_threads.py"],
         capture_output=True, text=True, timeout=300, env={**os.environ, **environment}, cwd=Path(__file__).resolve().parents[2],
     )
     assert result.returncode == 4  # pytest's usage error
@@ -158,7 +158,7 @@ def test_an_installed_target_with_a_wrong_interface_is_a_pytest_usage_error(tmp_
     (info / "entry_points.txt").write_text("[parity.targets]\nreturns-list = user_adapters:LIST\n")
     result = subprocess.run(
         [sys.executable, "-m", "pytest", "--target", "returns-list", "-p", "no:cacheprovider", "--co", "-q",
-         "tests/harness/test_threads.py"],
+         "tests/safety/test_threads.py"],
         capture_output=True, text=True, timeout=300, cwd=Path(__file__).resolve().parents[2],
         env={**os.environ, "PYTHONPATH": str(tmp_path)},
     )

@@ -6,7 +6,7 @@ import pytest
 
 from impl.trainer import WindowedDiffusionTrainer
 from impl.transformers_support import SUPPORTED_TRANSFORMERS, check_transformers_version
-from parity.releases import supported
+from parity.safety.releases import supported
 from oracle.nemotron_diffusion import build_tiny_model
 from parity.cases import TrainerCase
 from parity.training.run import training_arguments

@@ -17,8 +17,8 @@ from hypothesis import strategies as st
 
 from parity.cases import TrainerCase
 from parity.compare import ParityFailure
-from parity.property_table import PROPERTIES
-from parity.suite.budget import fraction_of_profile
+from parity.table.rows import PROPERTIES
+from parity.table.run_budget import fraction_of_profile
 from parity.training.ddp_cases import DDP_CASES
 from parity.training.distributed import launch
 from tests.training.interleavings import INTERLEAVINGS

@@ -32,7 +32,7 @@ def test_the_property_check_passes_it_and_names_its_twins_bug():
     """``check_training_run``: the shape a property table uses (raises with kinds, returns notes)."""
     from impl.known_bugs.logits_local_mean_trainer import LogitsLocalMeanTrainer
     from parity.compare import ParityFailure
-    from parity.properties.training import check_training_run
+    from parity.table.checks.training import check_training_run
 
     assert check_training_run(LogitsDiffusionTrainer, TrainerCase(examples_per_rank=3, eps=0.3)) == []
     with pytest.raises(ParityFailure, match=r"^normalisation"):

@@ -20,7 +20,7 @@ from parity.compare import ParityFailure
 from parity.devices import runs_on
 from parity.training.distributed import launch
 from parity.training.objectives import alternatives, name_objective
-from parity.suite.budget import fraction_of_profile
+from parity.table.run_budget import fraction_of_profile
 from parity.targets import ConfigDeclined
 from parity.training.verdict import trainer_verdict
 from parity.training.run import run_trainer

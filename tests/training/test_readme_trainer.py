@@ -10,7 +10,7 @@ import types
 from pathlib import Path
 
 from parity.cases import TrainerCase
-from parity.properties.training import check_training_run
+from parity.table.checks.training import check_training_run
 
 REPOSITORY = Path(__file__).resolve().parents[2]
 HEADER = "# my_pkg/diffusion_trainer.py\n"

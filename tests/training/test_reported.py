@@ -16,7 +16,7 @@ from hypothesis.errors import Unsatisfiable
 
 from impl.logits_trainer import LogitsDiffusionTrainer
 from parity.cases import PUBLISHED_EPS, TrainerCase
-from parity.properties.training import check_training_run
+from parity.table.checks.training import check_training_run
 from parity.targets import ConfigDeclined
 from parity.training.run import ContractMismatch, run_trainer
 from parity.training.verdict import trainer_verdict

@@ -22,11 +22,11 @@ from parity.cases import TrainerCase
 from parity.training.ddp_cases import DDP_CASES
 from parity.training.distributed import launch
 from parity.training.objectives import name_objective
-from parity.properties.training import check_training_run
+from parity.table.checks.training import check_training_run
 from parity.report.scenarios import training_scenario
 from parity.report.model import Options
 from parity.training.shipped import ShippedTrainer, as_shipped
-from parity.suite.budget import fraction_of_profile
+from parity.table.run_budget import fraction_of_profile
 from parity.targets import ConfigDeclined, Target
 from parity.training.verdict import trainer_verdict
 from parity.training.run import training_arguments, run_trainer

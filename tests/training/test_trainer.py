@@ -2,7 +2,7 @@
 
 Written once against the trainer seam: whatever the target's trainer is, the harness gives it its
 own model, rows and collator, observes it from outside and replays the published noising. The
-randomised whole-run property is the table's ``training/any-run-matches`` (parity.property_table).
+randomised whole-run property is the table's ``training/any-run-matches`` (parity.table.rows).
 """
 
 from __future__ import annotations

@@ -1,0 +1,76 @@
+"""The releases of its dependencies the harness supports, as its own package metadata states them.
+
+``pyproject.toml`` states each range once (transformers in the dependencies, megatron-core in the
+``megatron`` extra; docs/install.md, Supported releases). A run under an installed release outside its
+range is refused before any work, with one line naming both, instead of judging a trainer under a
+gradient-accumulation contract nobody checked, or a dataset whose package was never run here.
+"""
+
+from __future__ import annotations
+
+import tomllib
+from importlib import metadata
+from pathlib import Path
+
+from packaging.requirements import Requirement
+from packaging.version import Version
+
+DISTRIBUTION = "parity-harness"
+
+
+class UnsupportedRelease(RuntimeError):
+    """An installed release outside the range the harness states."""
+
+
+def _declared() -> list[str]:
+    try:
+        return metadata.requires(DISTRIBUTION) or []
+    except metadata.PackageNotFoundError:  # a source checkout that was never installed
+        project = tomllib.loads((Path(__file__).resolve().parents[2] / "pyproject.toml").read_text())["project"]
+        return [*project["dependencies"], *(line for extra in project["optional-dependencies"].values() for line in extra)]
+
+
+def supported(name: str) -> Requirement | None:
+    """The harness's requirement on ``name`` (a dependency or an extra's), None if it states none."""
+    for line in _declared():
+        requirement = Requirement(line)
+        if requirement.name == name:
+            return requirement
+    return None
+
+
+def installed(name: str) -> str | None:
+    try:
+        return metadata.version(name)
+    except metadata.PackageNotFoundError:
+        return None
+
+
+def install_command(name: str) -> str:
+    """An install of the supported range that works (the harness itself is not on the registry)."""
+    requirement = supported(name)
+    return f"pip install '{name}{requirement.specifier if requirement else ''}'"
+
+
+def check_supported(name: str | None, version: str | None = None) -> None:
+    """Raise :class:`UnsupportedRelease` when ``name`` is installed (or ``version`` given) outside its range."""
+    requirement = supported(name) if name else None
+    version = (version or installed(name)) if requirement else None
+    if version is None or Version(version) in requirement.specifier:
+        return
+    raise UnsupportedRelease(
+        f"{name} {version} is installed, but the parity harness supports {name}{requirement.specifier} "
+        f"(docs/install.md, Supported releases): {install_command(name)}"
+    )
+
+
+#: What a run names as the releases it ran on (``python -m parity.safety.releases``; tox.ini's envs print it first).
+REPORTED = ("transformers", "accelerate", "huggingface_hub", "torch", "megatron-core", "trl")
+
+
+def ran_on() -> str:
+    return "ran on " + ", ".join(f"{name} {installed(name)}" for name in REPORTED if installed(name))
+
+
+if __name__ == "__main__":
+    print(ran_on())
