@@ -12,6 +12,9 @@ import pytest
 #: browser, a server, a fresh virtual environment). Deselected by ``addopts`` in pyproject.toml;
 #: ``.ci/run`` runs them on a line of their own, ``pytest -n auto -m long`` (docs/running.md).
 LONG = "long: too slow for the default run; .ci/run runs them apart (pytest -m long)"
+#: ``@pytest.mark.needs(PART)``: what the README's install does not bring (tests/optional_parts.py); pytest's
+#: own ``pytester`` for the tests that run a throwaway session in-process.
+pytest_plugins = ("tests.optional_parts", "pytester")
 
 
 def pytest_configure(config: pytest.Config) -> None:

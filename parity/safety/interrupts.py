@@ -5,6 +5,10 @@ started and their folders would stay. So an entry point turns SIGTERM into :clas
 ``KeyboardInterrupt``, and every cleanup that Ctrl-C runs (the launcher killing its ranks' process
 groups, a DataLoader shutting its workers down, temporary folders) runs for it too. The run then says
 one line and exits 130 for Ctrl-C, 143 for SIGTERM, as a shell reports a process those signals ended.
+
+Only a signal the process received gives those codes: every CI system reads 130 as "cancelled". Code
+raises ``KeyboardInterrupt`` too (pytest-xdist's ``-x``/``--maxfail`` stops its session with one), and a
+run stopped that way keeps the status its own tool gives, so the handlers record which signal came.
 """
 
 from __future__ import annotations
@@ -16,31 +20,51 @@ from collections.abc import Callable
 
 INTERRUPTED_LINE = "interrupted; nothing written"
 
+_received: list[int] = []  # the signals this process received since :func:`watch_signals`
+
 
 class Terminated(KeyboardInterrupt):
     """SIGTERM, raised where the process was, so that it unwinds as Ctrl-C does."""
 
 
 def _raise_terminated(signum, frame):
+    _received.append(signum)
     raise Terminated()
 
 
-def raise_on_sigterm() -> None:
-    """From now on SIGTERM raises :class:`Terminated` in the main thread (a no-op off it)."""
-    if threading.current_thread() is threading.main_thread():
-        signal.signal(signal.SIGTERM, _raise_terminated)
+def _raise_interrupted(signum, frame):
+    _received.append(signum)
+    raise KeyboardInterrupt()
 
 
-def exit_status(error: KeyboardInterrupt) -> int:
-    """130 for Ctrl-C, 143 for SIGTERM."""
-    return 128 + (signal.SIGTERM if isinstance(error, Terminated) else signal.SIGINT)
+def watch_signals() -> None:
+    """From now on SIGTERM raises :class:`Terminated` and Ctrl-C ``KeyboardInterrupt``, each remembered
+    as received (a no-op off the main thread; a SIGINT that is ignored, as under ``nohup``, stays ignored)."""
+    if threading.current_thread() is not threading.main_thread():
+        return
+    _received.clear()
+    signal.signal(signal.SIGTERM, _raise_terminated)
+    if signal.getsignal(signal.SIGINT) is signal.default_int_handler:
+        signal.signal(signal.SIGINT, _raise_interrupted)
+
+
+def exit_status(error: KeyboardInterrupt) -> int | None:
+    """130 for Ctrl-C, 143 for SIGTERM; None for a ``KeyboardInterrupt`` no signal raised."""
+    if isinstance(error, Terminated):
+        return 128 + signal.SIGTERM
+    return 128 + signal.SIGINT if signal.SIGINT in _received else None
+
+
+#: What a run says when code, not a signal, raised ``KeyboardInterrupt``; the run then fails (1).
+UNSIGNALLED_LINE = "stopped: code raised KeyboardInterrupt without a signal (a target's own?); nothing written"
 
 
 def run_interruptible(run: Callable[[], int]) -> int:
-    """``run()``; interrupted, one line on stderr and :func:`exit_status`."""
-    raise_on_sigterm()
+    """``run()``; interrupted, one line on stderr and :func:`exit_status` (1 where no signal came)."""
+    watch_signals()
     try:
         return run()
     except KeyboardInterrupt as error:
-        print(INTERRUPTED_LINE, file=sys.stderr, flush=True)
-        return exit_status(error)
+        status = exit_status(error)
+        print(INTERRUPTED_LINE if status is not None else UNSIGNALLED_LINE, file=sys.stderr, flush=True)
+        return 1 if status is None else status

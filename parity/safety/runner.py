@@ -28,7 +28,7 @@ import pytest
 from parity.safety import bounds
 from parity.safety.bounds import DEFAULT_TEST_BOUND_S, TEST_BOUND_ENV, CallSlot, described
 from parity.safety.crash import process_ended
-from parity.safety.interrupts import INTERRUPTED_LINE, exit_status, raise_on_sigterm
+from parity.safety.interrupts import INTERRUPTED_LINE, exit_status, watch_signals
 
 
 def set_test_bound(config: pytest.Config) -> None:
@@ -62,13 +62,13 @@ CALL_SLOTS_ENV = "PARITY_CALL_SLOTS"
 class RunnerSafety:
     """Registered by the plugin in a parity session only. SIGTERM then unwinds the run as Ctrl-C does
     (``parity.safety.interrupts``): every launch kills its ranks on the way out, and the run ends in one line
-    and 130 (Ctrl-C) or 143 (SIGTERM)."""
+    and 130 (Ctrl-C) or 143 (SIGTERM). A stop no signal caused (xdist's ``-x``) keeps pytest's own status."""
 
     def __init__(self, config: pytest.Config) -> None:
         self.interrupted: int | None = None
         self.slot: CallSlot | None = None
         self.slots: str | None = None  # the folder this session made (the controller's)
-        raise_on_sigterm()
+        watch_signals()
         workerinput = getattr(config, "workerinput", None)
         if workerinput is not None and os.environ.get(CALL_SLOTS_ENV):
             self.slot = CallSlot(Path(os.environ[CALL_SLOTS_ENV]) / workerinput["workerid"])

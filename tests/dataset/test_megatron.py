@@ -17,7 +17,6 @@ from parity.safety.crash import TargetCrashed
 from parity.dataset_config import GPTDatasetConfig
 from parity.table.checks import dataset as properties
 from parity.table.rows import PROPERTIES, catching
-from parity.safety.releases import install_command
 from parity.strategies.dataset import (
     MEGATRON_CRASH_CASE,
     MOCK_DATA_CASE,
@@ -30,9 +29,7 @@ MEGATRON = next(t for t in OPTIONAL_TARGETS if t.name == "megatron-core")
 FIXED = next(t for t in OPTIONAL_TARGETS if t.name == "megatron-core:fixed")
 pytestmark = [
     pytest.mark.xdist_group("megatron"),
-    pytest.mark.skipif(
-        MEGATRON.version is None, reason=f"megatron-core is not installed ({install_command('megatron-core')})"
-    ),
+    pytest.mark.needs("megatron-core"),
 ]
 
 

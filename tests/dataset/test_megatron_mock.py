@@ -20,7 +20,7 @@ from parity.targets import OPTIONAL_TARGETS
 pytestmark = [
     pytest.mark.long,
     pytest.mark.xdist_group("megatron"),
-    pytest.mark.skipif(OPTIONAL_TARGETS[0].version is None, reason="megatron-core is not installed"),
+    pytest.mark.needs("megatron-core"),
 ]
 SAMPLES = 200
 

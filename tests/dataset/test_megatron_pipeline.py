@@ -23,9 +23,7 @@ MEGATRON = next(t for t in OPTIONAL_TARGETS if t.name == "megatron-core")
 FIXED = next(t for t in OPTIONAL_TARGETS if t.name == "megatron-core:fixed")
 pytestmark = [
     pytest.mark.xdist_group("megatron"),
-    pytest.mark.skipif(
-        MEGATRON.version is None, reason="megatron-core is not installed (pip install 'parity-harness[megatron]')"
-    ),
+    pytest.mark.needs("megatron-core"),
 ]
 PIPELINE_PROPERTIES = [prop for prop in PROPERTIES if prop.interface == "pipeline"]
 

@@ -24,7 +24,7 @@ from parity.training.distributed import launch
 pytestmark = [
     pytest.mark.long,
     pytest.mark.distributed,
-    pytest.mark.skipif(OPTIONAL_TARGETS[0].version is None, reason="megatron-core is not installed"),
+    pytest.mark.needs("megatron-core"),
 ]
 CASE = PIPELINE_CASES[0]
 

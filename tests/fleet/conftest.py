@@ -1,7 +1,7 @@
 """A real Redis server for the fleet tests: Debian's ``redis-server`` on a free loopback port, stopped after.
 
-Skips cleanly where it cannot be had (no ``redis-server`` on PATH, or no redis-py); ``.ci/run``
-installs both.
+A test that asks for it says ``@pytest.mark.needs("redis-server")`` and skips, naming the install, where
+the server is absent (conftest.py, OPTIONAL_PARTS); ``.ci/run`` installs it.
 """
 
 from __future__ import annotations
@@ -34,9 +34,10 @@ def _start(port: int, directory) -> subprocess.Popen:
 def redis_url(tmp_path):
     """``redis://127.0.0.1:PORT/0`` of a server of its own. A port taken between the probe and the start
     (the server then exits at once) is retried on another."""
-    redis = pytest.importorskip("redis", reason="redis-py is not installed: pip install 'redis>=5.0'")
-    if shutil.which("redis-server") is None:
-        pytest.skip("redis-server is not installed (Debian: apt-get install redis-server)")
+    import redis  # the [test] extra's
+
+    if shutil.which("redis-server") is None:  # a test that asks for the server says so: @pytest.mark.needs("redis-server")
+        pytest.fail("redis-server is not on PATH and the test does not say needs('redis-server')", pytrace=False)
     for _ in range(3):
         port = _free_loopback_port()
         server = _start(port, tmp_path)

@@ -136,6 +136,7 @@ def test_replay_runs_the_saved_examples_alone(scratch_profile, tmp_path):
     assert tuple(settings.default.phases) == (Phase.reuse,)
 
 
+@pytest.mark.needs("redis-server")
 def test_a_real_redis_server_holds_the_examples(redis_url):
     setting = database_setting(redis_url, "read-write", "dev")
     used = database.example_database(setting, database.target_prefix(IMPL))

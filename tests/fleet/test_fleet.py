@@ -42,6 +42,7 @@ def _run(command: list[str], env: dict) -> subprocess.CompletedProcess:
     return subprocess.run(command, env=env, capture_output=True, text=True, timeout=RUN_TIMEOUT_S)
 
 
+@pytest.mark.needs("redis-server")
 def test_two_workers_find_the_rare_bug_and_a_pull_request_fails_on_it_first(redis_url, tmp_path):
     import redis
 
@@ -74,8 +75,8 @@ def test_two_workers_find_the_rare_bug_and_a_pull_request_fails_on_it_first(redi
         assert "during reuse phase" in phases and "during generate phase" not in phases, phases
 
 
+@pytest.mark.needs("redis-server", "hypofuzz")
 def test_a_fuzz_campaign_finds_a_known_bug_and_reports_it_in_the_suites_words(redis_url, tmp_path):
-    pytest.importorskip("hypofuzz", reason="HypoFuzz is not installed (pip install hypofuzz, or tox -e fuzz)")
     command = [sys.executable, "-m", "parity", "fuzz", "--target", "known-bug:cache-alias", "--property",
                "dataset/matches-oracle", "--seconds", "60", "--processes", "2", "--database", redis_url,
                "--log", str(tmp_path / "fuzz.log")]  # fmt: skip

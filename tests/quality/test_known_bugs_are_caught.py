@@ -28,7 +28,7 @@ def _pairs() -> list:
     since importing megatron costs seconds once per process."""
     return [
         pytest.param(prop, bug, id=f"{prop.name}-catches-{bug}",
-                     marks=[pytest.mark.xdist_group("megatron")] if bug.startswith("megatron") else [])
+                     marks=[pytest.mark.xdist_group("megatron"), pytest.mark.needs("megatron-core")] if bug.startswith("megatron") else [])
         for prop in PROPERTIES
         for bug in prop.catches
     ]

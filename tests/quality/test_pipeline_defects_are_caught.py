@@ -16,7 +16,7 @@ from parity.targets import OPTIONAL_TARGETS, Target
 pytestmark = [
     pytest.mark.usefixtures("harness_self_check"),
     pytest.mark.xdist_group("megatron"),
-    pytest.mark.skipif(OPTIONAL_TARGETS[0].version is None, reason="megatron-core is not installed"),
+    pytest.mark.needs("megatron-core"),
 ]
 
 DEFECTS = {

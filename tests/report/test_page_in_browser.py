@@ -14,7 +14,7 @@ BROWSERS = ("chromium", "chromium-browser", "google-chrome", "chrome")
 #: The h1's colours (parity.report_html.STYLE): the verdict line, the first thing on the page.
 RED, GREEN = (0xB0, 0x00, 0x20), (0x11, 0x69, 0x1F)
 
-pytestmark = pytest.mark.long
+pytestmark = [pytest.mark.long, pytest.mark.needs("chromium")]
 
 
 def browser() -> str:

@@ -6,7 +6,7 @@ import os
 import signal
 import time
 
-from parity.safety.interrupts import INTERRUPTED_LINE, run_interruptible
+from parity.safety.interrupts import INTERRUPTED_LINE, UNSIGNALLED_LINE, run_interruptible
 
 
 def test_sigterm_unwinds_through_the_cleanups_and_exits_143(capsys):
@@ -27,10 +27,22 @@ def test_sigterm_unwinds_through_the_cleanups_and_exits_143(capsys):
 
 def test_ctrl_c_exits_130(capsys):
     def run():
-        raise KeyboardInterrupt
+        os.kill(os.getpid(), signal.SIGINT)
+        time.sleep(30)
+        return 0
 
     assert run_interruptible(run) == 130
     assert capsys.readouterr().err == INTERRUPTED_LINE + "\n"
+
+
+def test_a_keyboard_interrupt_no_signal_raised_is_a_failure_not_a_cancel(capsys):
+    """xdist's ``-x`` and target code raise ``KeyboardInterrupt`` themselves: CI must not read 130, "cancelled"."""
+
+    def run():
+        raise KeyboardInterrupt
+
+    assert run_interruptible(run) == 1
+    assert capsys.readouterr().err == UNSIGNALLED_LINE + "\n"
 
 
 def test_a_run_that_ends_keeps_its_status():
