@@ -73,6 +73,9 @@ def report_parser(parser: argparse.ArgumentParser | None = None) -> argparse.Arg
                         help="print only the verdict line, what is wrong and the unexpected failures (no progress)")
     parser.add_argument("--controls", action="store_true",
                         help="show the built-in controls (impl, the known bugs) in full, not one line each")
+    parser.add_argument("--show-warnings", action="store_true",
+                        help="print third-party warnings and log records as they come (default: counted, one line "
+                        "per distinct message at the end)")
     parser.add_argument("--markdown", metavar="PATH", help="also write the report as GitHub Markdown (e.g. $GITHUB_STEP_SUMMARY)")
     parser.add_argument("--html", metavar="PATH", help="also write one self-contained page with plots (needs the [report] extra)")
     parser.add_argument("--nemotron-remote-code", metavar="FOLDER|ORG/NAME[@REV]", default=None,
@@ -156,6 +159,7 @@ def _run_and_write(args: argparse.Namespace, targets: list, options) -> int:
     from parity.report.model import as_json
     from parity.report.scenarios import run_report
     from parity.report.text import format_report
+    from parity.safety.third_party import captured, summary_lines
 
     if not args.quiet:
         source = "--bound" if args.bound is not None else "$PARITY_TEST_BOUND_S" if os.environ.get(TEST_BOUND_ENV) else "the default"
@@ -167,12 +171,14 @@ def _run_and_write(args: argparse.Namespace, targets: list, options) -> int:
     from parity.devices import make_deterministic
 
     make_deterministic(options.device)
-    results = run_report(
-        targets, options, args.only, (lambda message: None) if args.quiet else _progress, ALL_SCENARIOS
-    )
+    with captured(on=not args.show_warnings) as tally:  # transformers' copies counted, not printed (docs/report.md)
+        results = run_report(
+            targets, options, args.only, (lambda message: None) if args.quiet else _progress, ALL_SCENARIOS
+        )
     status = 0 if all(result.as_expected for result in results) else 1
-    emit(format_report(results, quiet=args.quiet, controls=args.controls))
-    writers = {"json": lambda: as_json(results, options), "markdown": lambda: _markdown(results, options),
+    emit("\n".join([format_report(results, quiet=args.quiet, controls=args.controls),
+                    *([] if args.quiet else summary_lines(tally))]))
+    writers = {"json": lambda: as_json(results, options, tally), "markdown": lambda: _markdown(results, options),
                "html": lambda: _html(results, options)}
     for name in OUTPUTS:
         if path := getattr(args, name):

@@ -25,7 +25,7 @@ from collections.abc import Callable
 
 import torch
 
-from parity.safety import bounds
+from parity.safety import bounds, third_party
 from parity.safety.crash import process_ended
 from parity.safety.parent_death import die_with_parent
 
@@ -109,6 +109,7 @@ def _child(work: Callable[[], object], parent: int, slot: bounds.CallSlot, send:
     for interrupt in (signal.SIGINT, signal.SIGTERM):  # the parent's handlers say "interrupted", once
         signal.signal(interrupt, signal.SIG_DFL)
     faulthandler.disable()  # a segfault's dump would interleave with the report; the crash column names the call
+    third_party.restart_in_child()  # its warnings counted here, sent back, counted once in the parent
     status = 0
     try:
         bounds.on_call = slot.remember
@@ -117,12 +118,13 @@ def _child(work: Callable[[], object], parent: int, slot: bounds.CallSlot, send:
         os._exit(exit_.code if isinstance(exit_.code, int) else 1)
     except BaseException as error:  # noqa: BLE001 - every outcome goes back to the parent
         payload = ("raised", error)
+    payload = (*payload, third_party.counts())
     try:
         data = pickle.dumps(payload)
         pickle.loads(data)  # an exception whose arguments do not rebuild it would fail in the parent
     except Exception as error:  # noqa: BLE001 - an unpicklable exception: its words travel instead
         raised = payload[1] if payload[0] == "raised" else error
-        data = pickle.dumps(("raised", RuntimeError(f"{type(raised).__name__}: {raised}")))
+        data = pickle.dumps(("raised", RuntimeError(f"{type(raised).__name__}: {raised}"), third_party.counts()))
     try:
         send(data)
     except BaseException:  # noqa: BLE001 - the parent reads nothing and says so
@@ -138,7 +140,8 @@ def _outcome(data: bytes, timed_out: bool, exitcode: int, slot: bounds.CallSlot)
         raise ChildEnded(f"the target's scenario timed out after {bounds.test_bound():.0f} s{where}")
     if not data:
         raise ChildEnded(f"the target ended the process: {process_ended(exitcode)}{where}")
-    kind, value = pickle.loads(data)
+    kind, value, tally = pickle.loads(data)
+    third_party.merge(tally)
     if kind == "raised":
         raise value
     return value

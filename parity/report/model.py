@@ -9,6 +9,7 @@ numbered failures and notes with the whole message, the same text pytest prints 
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
@@ -227,8 +228,9 @@ def diagnoses(results: list[ScenarioResult]) -> list[str]:
     return lines
 
 
-def as_json(results: list[ScenarioResult], options: Options) -> str:
-    """The verdicts, figures and failures (the comparisons behind the plots stay out)."""
+def as_json(results: list[ScenarioResult], options: Options, third_party: Mapping[tuple[str, str], int] | None = None) -> str:
+    """The verdicts, figures and failures (the comparisons behind the plots stay out), and the third-party
+    warnings counted while the scenarios ran (``parity.safety.third_party``), one entry per distinct message."""
     plain = ("name", "expect", "holds", "figures", "error", "crashed", "known_crash", "failures", "notes", "diagnosis",
              "control")
     return json.dumps(
@@ -246,6 +248,8 @@ def as_json(results: list[ScenarioResult], options: Options) -> str:
                 }
                 for r in results
             ],
+            "third_party_messages": [{"source": source, "message": message, "count": number}
+                                     for (source, message), number in sorted((third_party or {}).items())],
         },
         indent=2,
         default=str,

@@ -79,14 +79,14 @@ def test_every_pull_request_replays_what_the_fleet_found():
 
 
 def _matrix_envs() -> set[str]:
-    """tox.ini's ``labels = matrix`` envs, their ``{a,b}`` factors expanded."""
+    """tox.ini's ``labels = matrix`` envs, their ``{a,b}`` factors expanded (an env without factors is itself)."""
     tox = configparser.ConfigParser(interpolation=None)
     tox.read(REPOSITORY / "tox.ini")
     envs = set()
     for section in tox.sections():
         if section.startswith("testenv:") and "matrix" in tox[section].get("labels", ""):
-            prefix, factors = re.fullmatch(r"testenv:(.*?)\{(.*)\}", section).groups()
-            envs |= {prefix + factor for factor in factors.split(",")}
+            prefix, _, factors = re.fullmatch(r"testenv:(.*?)(\{(.*)\})?", section).groups()
+            envs |= {prefix + factor for factor in factors.split(",")} if factors else {prefix}
     return envs
 
 
