@@ -11,6 +11,12 @@ In the main thread a bound is a ``SIGALRM`` timer whose handler raises :class:`C
 hung call, with that call's stack. It is a ``BaseException``, as ``KeyboardInterrupt`` is: a target's
 ``except Exception`` cannot swallow it and Hypothesis does not take it for one more failing example to
 shrink, so the test ends at once (what the thread method gives, without the process's end).
+
+A hang is paid once. Inside a :func:`hang_scope` (the suite opens one per property test: the target and
+its interface), the first call that times out is remembered for the process (one xdist worker), and
+every later bounded call in the same scope fails at once with :class:`HungBefore`, naming the earlier
+hang (its call, its test, its stack), instead of waiting out a bound of its own: a hung ``__getitem__``
+would otherwise cost every dataset property 270 s and teach nothing new.
 """
 
 from __future__ import annotations
@@ -68,6 +74,43 @@ class CallTimedOut(BaseException):
         return type(self), (self.what, self.seconds, self.stack)
 
 
+class HungBefore(CallTimedOut):
+    """A call not made: an earlier call of the same target interface hung in this process."""
+
+    def __init__(self, what: str, earlier: CallTimedOut, test: str) -> None:
+        self.earlier, self.test = earlier, test
+        super().__init__(what, 0.0, earlier.stack)
+
+    @property
+    def headline(self) -> str:
+        return (f"not run: {self.what} was not called, because this target interface hung earlier in this "
+                f"process ({self.earlier.headline}{f', in {self.test}' if self.test else ''})")
+
+    def __reduce__(self):
+        return type(self), (self.what, self.earlier, self.test)
+
+
+#: scope -> the first call that timed out in it and the test it was in (this process's).
+_HUNG: dict[str, tuple[CallTimedOut, str]] = {}
+_SCOPE = threading.local()
+
+
+@contextmanager
+def hang_scope(scope: str) -> Iterator[None]:
+    """Bounded calls in the body share ``scope`` (``"impl: dataset"``): after one hangs, the rest fail at once."""
+    outer = getattr(_SCOPE, "name", None)
+    _SCOPE.name = scope
+    try:
+        yield
+    finally:
+        _SCOPE.name = outer
+
+
+def _current_test() -> str:
+    """The running pytest test (``$PYTEST_CURRENT_TEST`` without its phase), '' outside pytest."""
+    return os.environ.get("PYTEST_CURRENT_TEST", "").rsplit(" (", 1)[0]
+
+
 _ARMED = threading.local()
 #: Called with every bounded call's name as it starts: where a target may end its process, the last one
 #: started is kept where the parent can read it (:class:`CallSlot`).
@@ -121,6 +164,9 @@ def bounded(what: str, seconds: float | None = None) -> Iterator[None]:
     """
     if on_call is not None:
         on_call(what)
+    scope = getattr(_SCOPE, "name", None)
+    if scope in _HUNG:
+        raise HungBefore(what, *_HUNG[scope])
     seconds = call_bound() if seconds is None else seconds
     outer_left, outer_interval = signal.getitimer(signal.ITIMER_REAL)
     if seconds is not None and outer_left:
@@ -132,7 +178,10 @@ def bounded(what: str, seconds: float | None = None) -> Iterator[None]:
     started = time.monotonic()
 
     def expire(signum, frame):
-        raise CallTimedOut(what, time.monotonic() - started, "".join(traceback.format_stack(frame)[-12:]))
+        timed_out = CallTimedOut(what, time.monotonic() - started, "".join(traceback.format_stack(frame)[-12:]))
+        if scope is not None:
+            _HUNG.setdefault(scope, (timed_out, _current_test()))
+        raise timed_out
 
     previous = signal.signal(signal.SIGALRM, expire)
     _ARMED.what = what

@@ -14,6 +14,7 @@ import pytest
 from hypothesis import example, given
 
 from parity.devices import make_deterministic
+from parity.safety.bounds import hang_scope
 from parity.table.record import Property
 from parity.pytest_plugin import device_params
 from parity.table.run_budget import ShrinkBudget, suite_settings
@@ -42,7 +43,8 @@ def property_test(prop: Property):
         make_deterministic(device)
 
         def run() -> list[str]:
-            return prop.run(subject, arguments, device, target)
+            with hang_scope(f"{target.name}: {prop.interface}"):  # a hang of this interface is paid once
+                return prop.run(subject, arguments, device, target)
 
         notes = run() if shrink_budget is None else shrink_budget.run(sorted(arguments.items()), run, prop.shrink_runs)
         for note in notes:

@@ -1,5 +1,5 @@
 """The fault gallery's targets: each a tiny target with one fault, written as a user would write it
-(docs/faults.md, The gallery). ``tests/faults/test_gallery.py`` holds each to the verdict it must get."""
+(docs/faults.md, The gallery); the tests beside it hold each to the verdict it must get."""
 
 from __future__ import annotations
 
