@@ -16,13 +16,15 @@ import base64
 import html
 import io
 
-from parity.report.model import Column, Options, ScenarioResult, entries, table, verdict_line
+from parity.report.model import Column, Options, ScenarioResult, entries, reading_order, table, verdict_line
 
 #: Tensor groups of docs/budget.md, in the order they are drawn.
 GROUPS = ("loss", "grad", "param")
 #: A ratio of exactly zero (bit-identical) has no place on a log axis: it is drawn here.
 ZERO_RATIO = 1e-4
 
+#: The collapsed block that holds the scenarios only the built-in controls ran in, after all of yours.
+CONTROLS_SUMMARY = "The controls' own scenarios ({n}): no target under test runs in them; every control as expected"
 STYLE = """
 ul.unexpected { color: #b00020; }
 figcaption { font-size: 0.85em; max-width: 60em; }
@@ -273,6 +275,7 @@ def format_html(results: list[ScenarioResult], options: Options) -> str:
     from parity.report.model import unexpected
 
     ok = all(result.as_expected for result in results)
+    yours, theirs = reading_order(results)
     esc = html.escape
     links = [
         f'<li><a href="#{esc(section_id(r, c) if c.failures else section_id(r))}">{esc(c.name)}, {esc(r.name)}</a>: '
@@ -289,7 +292,9 @@ def format_html(results: list[ScenarioResult], options: Options) -> str:
         f"seed {options.seed}. The targets under test come first; <code>[n]</code> marks a cell whose failure or notes "
         "are written out in full under the table.</p>",
         *([f"<pre>{esc(chr(10).join(options.oracle))}</pre>"] if options.oracle else []),
-        *(format_scenario(result) for result in results),
+        *(format_scenario(result) for result in yours),
+        *([f'<details class="controls"><summary>{esc(CONTROLS_SUMMARY.format(n=len(theirs)))}</summary>',
+           *(format_scenario(result) for result in theirs), "</details>"] if theirs else []),
         "</body></html>",
         "",
     ])

@@ -140,6 +140,18 @@ class Entry:
         return f"{where}: failure ({'caught' if self.column.as_expected else 'UNEXPECTED'})"
 
 
+def controls_only(result: ScenarioResult) -> bool:
+    """A scenario no target under test ran in, every control in it as expected: nothing to act on there."""
+    compared = [c for c in result.columns if c.expect != "reference"]
+    return bool(compared) and all(c.control and c.as_expected for c in compared)
+
+
+def reading_order(results: list[ScenarioResult]) -> tuple[list[ScenarioResult], list[ScenarioResult]]:
+    """The scenarios of the targets under test (and any with an unexpected control), in their order; then
+    those of the controls alone, which every rendering shows after all of them, collapsed."""
+    return [r for r in results if not controls_only(r)], [r for r in results if controls_only(r)]
+
+
 def shown_columns(result: ScenarioResult, controls: bool = True) -> list[Column]:
     """The columns a rendering shows in full: every one with ``controls``; else the targets under
     test, the oracle, and any control whose verdict is unexpected."""

@@ -11,11 +11,23 @@ from __future__ import annotations
 
 import re
 
-from parity.report.model import Column, Entry, ScenarioResult, diagnoses, entries, shown_columns, table, verdict_line
+from parity.report.model import (
+    Column,
+    Entry,
+    ScenarioResult,
+    diagnoses,
+    entries,
+    reading_order,
+    shown_columns,
+    table,
+    verdict_line,
+)
 from parity.report.text_table import indented, text_table
 
 #: No line of the report is longer, whatever the number of targets.
 WIDTH = 120
+#: Above the scenarios in which only the built-in controls ran, after every scenario of the targets under test.
+CONTROLS_HEADING = "== the controls' own scenarios (no target under test runs in them; every control as expected)"
 
 
 def collapse_repeats(text: str) -> str:
@@ -98,4 +110,6 @@ def format_report(results: list[ScenarioResult], quiet: bool = False, controls: 
             if (listed := [_entry(e) for e in entries(r, [c for c in r.columns if not c.as_expected]) if e.is_failure])
         ]
         return "\n\n".join([head, *unexpected])
-    return "\n\n".join([head, *(format_scenario(result, controls) for result in results), verdict])
+    yours, theirs = reading_order(results)
+    collapsed = [CONTROLS_HEADING, *(format_scenario(result, controls) for result in theirs)] if theirs else []
+    return "\n\n".join([head, *(format_scenario(result, controls) for result in yours), *collapsed, verdict])

@@ -9,6 +9,7 @@ two-rank one, which runs processes; its column is built from recorded ``ddp_case
 from __future__ import annotations
 
 import base64
+import html
 import io
 import re
 from dataclasses import replace
@@ -131,6 +132,24 @@ def test_a_broken_target_of_yours_leads_with_what_is_wrong(results):
     assert "kinds                               normalisation\n" in training  # the notes' precision is not a kind shown
     assert "[1] my-broken: failure (UNEXPECTED)\n    normalisation: this trainer computes mean_g(S_g / N_g)" in training
     assert "my-broken: 20 notes" in training and "[precision] step 0 param" not in training.split("20 notes")[1]
+
+
+def test_the_controls_own_scenarios_follow_all_of_yours_collapsed(results):
+    """A trainer of yours runs in no dataset scenario: the controls' dataset-cache comes after every scenario
+    of yours, in a line per control, in the text and on the page (in a closed block there)."""
+    from parity.report.html import CONTROLS_SUMMARY, format_html
+    from parity.report.text import CONTROLS_HEADING
+
+    broken = with_a_broken_target(results)
+    text = format_report(broken)
+    order = [text.index(f"== {name}:") for name in ("diffusion-window", "training-run", "properties", "distributed")]
+    assert order == sorted(order) and max(order) < text.index(CONTROLS_HEADING) < text.index("== dataset-cache:")
+    cache = text.split("== dataset-cache:")[1].split("\n== ")[0]
+    assert "control known-bug:cache-alias: caught as expected" in cache and "step 0" not in cache
+    page = format_html(broken, Options(under_test=("my-broken",)))
+    collapsed = page.index('<details class="controls"><summary>' + html.escape(CONTROLS_SUMMARY.format(n=1)))
+    assert page.index('<h2 id="distributed">') < collapsed < page.index('<h2 id="dataset-cache">')
+    assert format_report(results).index("== dataset-cache:") < format_report(results).index("== training-run:")  # impl's own
 
 
 def test_a_failing_cell_stays_short_and_points_to_its_failure(results):
