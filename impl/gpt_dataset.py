@@ -3,9 +3,13 @@
 Samples are fixed windows of ``sequence_length`` tokens over the documents laid end to end in a
 shuffled, multi-epoch order; the indices are megatron-core's, bit for bit (docs/dataset.md,
 Indices). Without the EOD resets the loss mask, position ids and causal mask are the same for every
-sample, so they are computed once and copied out on every later call: the copy is several times
-cheaper than rebuilding the ``[1, L, L]`` mask. Every returned tensor owns its
-memory, so a consumer that edits a batch in place cannot change the cache or any other sample.
+sample, so they are computed once. The loss mask, which each sample edits (its padding), is copied
+out on every call. The position ids and the ``[1, L, L]`` causal mask are handed out shared, as
+megatron-core does, but write-protected: they are made under ``torch.inference_mode()``, so any
+in-place update or view write outside inference mode raises instead of changing every later sample,
+and a DataLoader's collation stacks them into ordinary tensors (docs/dataset.md, Shared masks). So a
+consumer that edits a batch in place cannot change the cache or any other sample, and serving a
+sample costs no copy of its largest tensor.
 """
 
 from __future__ import annotations
@@ -33,17 +37,17 @@ class SampleMasks:
     position_ids: torch.Tensor
     attention_mask: torch.Tensor | None
 
-    def clone(self) -> SampleMasks:
-        return SampleMasks(
-            loss_mask=self.loss_mask.clone(),
-            position_ids=self.position_ids.clone(),
-            # empty + copy_ moves the [1, L, L] mask about 1.6x faster than clone() here.
-            attention_mask=None if self.attention_mask is None else _copy(self.attention_mask),
-        )
+    def shared(self) -> SampleMasks:
+        """The masks to keep and serve: the token-independent ones write-protected (inference tensors),
+        the loss mask a copy of its own, which :meth:`served` copies again for every sample."""
+        with torch.inference_mode():
+            position_ids = self.position_ids.clone()
+            attention_mask = None if self.attention_mask is None else self.attention_mask.clone()
+        return SampleMasks(loss_mask=self.loss_mask.clone(), position_ids=position_ids, attention_mask=attention_mask)
 
-
-def _copy(tensor: torch.Tensor) -> torch.Tensor:
-    return torch.empty_like(tensor).copy_(tensor)
+    def served(self) -> SampleMasks:
+        """One sample's masks from the kept ones: its own loss mask, the shared write-protected rest."""
+        return SampleMasks(self.loss_mask.clone(), self.position_ids, self.attention_mask)
 
 
 class GPTDataset:
@@ -178,19 +182,20 @@ class GPTDataset:
     def _masks(self, tokens: torch.Tensor) -> SampleMasks:
         if not self.config.caches_masks:
             return self._compute_masks(tokens)
-        if self._cached_masks is None:
+        if self._cached_masks is None:  # the first sample keeps the masks it computed, all its own
             masks = self._compute_masks(tokens)
             self._fill_cache(masks)
             return masks
         return self._from_cache()
 
     def _fill_cache(self, masks: SampleMasks) -> None:
-        """Store a copy: the caller masks pads in place in the tensors it returns."""
-        self._cached_masks = masks.clone()
+        """Keep the masks before any sample's padding is applied: the caller masks pads in place in the
+        loss mask it returns, so the cache keeps a loss mask of its own."""
+        self._cached_masks = masks.shared()
 
     def _from_cache(self) -> SampleMasks:
-        """Copies, so that neither this sample's consumer nor a later call can reach the cache."""
-        return self._cached_masks.clone()
+        """This sample's own loss mask; the rest shared, and refusing writes (:meth:`SampleMasks.shared`)."""
+        return self._cached_masks.served()
 
     def _compute_masks(self, tokens: torch.Tensor) -> SampleMasks:
         config = self.config

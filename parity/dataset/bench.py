@@ -5,7 +5,7 @@ serving a sample from the cache versus recomputing the masks versus the oracle: 
 to make serving cheap, so the ratio is what it is judged by. When megatron-core is installed, its
 own ``GPTDataset`` (C++ index helpers) is timed beside impl on the same work: index build, and
 serving at L = 512 and 4096, with and without the ``[1, L, L]`` attention mask (megatron hands its
-cached mask out by reference, impl copies it: docs/dataset.md, Hazards).
+cached mask out by reference and writable, impl shares it write-protected: docs/dataset.md, Shared masks).
 """
 
 from __future__ import annotations

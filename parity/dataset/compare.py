@@ -40,10 +40,22 @@ class Hazard:
         return f"{self.kind} ({self.where})"
 
 
+def refuses_writes(tensor: torch.Tensor) -> bool:
+    """Whether an in-place write to ``tensor`` raises, as it does outside inference mode for a tensor made
+    under ``torch.inference_mode()``: tried, with the tensor's own values, so nothing changes either way."""
+    try:
+        tensor.copy_(tensor)
+    except RuntimeError:
+        return True
+    return False
+
+
 def aliasing_hazards(samples: list[tuple[Any, Mapping[str, torch.Tensor]]]) -> list[Hazard]:
     """What aliases what among served samples ``(idx, sample)``, in served order: two keys of one
     sample sharing storage, or a tensor sharing storage with one served earlier (a cached tensor
-    handed out by reference). One hazard per kind, at its first occurrence."""
+    handed out by reference). One hazard per kind, at its first occurrence. A shared tensor that
+    refuses writes (:func:`refuses_writes`) is no hazard: no consumer can change what the others see
+    through it (docs/dataset.md, Shared masks)."""
     found: dict[str, Hazard] = {}
     seen: dict[int, tuple[Any, str]] = {}
     for call, (idx, sample) in enumerate(samples, start=1):
@@ -53,7 +65,9 @@ def aliasing_hazards(samples: list[tuple[Any, Mapping[str, torch.Tensor]]]) -> l
             if not isinstance(tensor, torch.Tensor) or tensor.numel() == 0:
                 continue
             pointer = tensor.untyped_storage().data_ptr()
-            if pointer in storages:
+            if (pointer in storages or pointer in seen) and refuses_writes(tensor):
+                hazard = None
+            elif pointer in storages:
                 hazard = Hazard(key, storages[pointer], False, f"dataset[{idx}], call {call}")
             elif pointer in seen:
                 earlier_idx, earlier_key = seen[pointer]

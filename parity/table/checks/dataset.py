@@ -20,7 +20,7 @@ from oracle.gpt_dataset import OracleGPTDataset
 from parity.cases import DatasetCase
 from parity.safety.crash import call_target
 from parity.dataset.files import written
-from parity.dataset.compare import Hazard, aliasing_hazards, assert_samples_equal, last_sample_position
+from parity.dataset.compare import Hazard, aliasing_hazards, assert_samples_equal, last_sample_position, refuses_writes
 from parity.safety.parent_death import dataloader_workers_die_with_this_process
 from parity.targets import ConfigDeclined, checked_dataset
 
@@ -102,13 +102,17 @@ def edit_in_place(tensor: torch.Tensor, edit: str) -> None:
 
 def check_edits_do_not_leak(factory, case: DatasetCase, edit: str) -> None:
     """Property 3: editing any returned tensor in place changes neither its sibling keys nor any
-    later sample (so no returned tensor aliases the cache, another sample or another key)."""
+    later sample (so no returned tensor aliases the cache, another sample or another key). A tensor
+    that refuses the edit (shared and write-protected, docs/dataset.md, Shared masks) is not edited:
+    the consumer's edit raises, and nothing leaks."""
     dataset, oracle = build(factory, case)
     for call, idx in enumerate(serve_plan(dataset, case), start=1):
         sample, expected = serve(dataset, idx), oracle[idx]
         assert_samples_equal(sample, expected, served(idx, call))
         keys = sorted(sample)
         for number, key in enumerate(keys):
+            if refuses_writes(sample[key]):  # shared and write-protected: the edit raises, nothing can leak
+                continue
             edit_in_place(sample[key], edit)
             untouched = keys[number + 1 :]
             assert_samples_equal(
