@@ -247,7 +247,8 @@ def _corpus_and_lengths(documents: Sequence[np.ndarray], vocab_size: int) -> tup
     if not lengths.any():
         raise ValueError("documents must not all be empty")
     corpus = corpus.astype(np.int64, casting="unsafe", copy=False)  # huge unsigned ids wrap negative
-    if corpus.min() < 0 or corpus.max() >= vocab_size:  # two reductions; the offender only when needed
+    # One reduction checks both ends: seen unsigned, a negative id is larger than any vocabulary.
+    if corpus.view(np.uint64).max() >= vocab_size:  # the offender only when needed
         outside = np.flatnonzero((corpus < 0) | (corpus >= vocab_size))
         number = int(np.searchsorted(np.cumsum(lengths), outside[0], side="right"))
         raise ValueError(

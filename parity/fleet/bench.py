@@ -253,8 +253,8 @@ def _megatron_lines(megatron: dict | None) -> list[str]:
         "",
         f"impl beside megatron-core {megatron['version']} (its C++ index helpers), one torch thread",
         text_table(["what", "impl us", "megatron-core us", "impl / megatron-core"], rows),
-        "megatron-core hands its cached attention mask out by reference (a hazard); impl copies it, "
-        "which at L=4096 is a 16 MiB copy per sample",
+        "megatron-core hands its cached attention mask out by reference and writable (a hazard); impl shares it "
+        "write-protected (docs/dataset.md, Shared masks)",
         *_crash_lines(megatron.get("crash")),
     ]
 
