@@ -24,9 +24,10 @@ from parity.safety.threads import freeze_heap, wait_passively
 
 wait_passively()  # before parity.devices imports torch
 
-from parity.safety.bounds import TEST_BOUND_ENV, described  # noqa: E402
 from parity.devices import DEVICES, TRAINER_DTYPES, check_dtype_runs_on, check_ranks_fit, resolve_device  # noqa: E402
+from parity.safety.bounds import TEST_BOUND_ENV, described  # noqa: E402
 from parity.safety.releases import UnsupportedRelease, check_supported, install_command  # noqa: E402
+from parity.safety.usage import check_at_least, check_distinct_outputs, check_output_path, write_atomically  # noqa: E402
 from parity.targets import (  # noqa: E402
     TargetLoadError,
     UnknownTargetError,
@@ -35,8 +36,6 @@ from parity.targets import (  # noqa: E402
     get_target,
     listed_targets,
 )
-from parity.safety.usage import check_at_least, check_distinct_outputs, check_output_path, write_atomically  # noqa: E402
-
 
 
 def _progress(message: str) -> None:
@@ -155,11 +154,11 @@ def report(parser: argparse.ArgumentParser, args: argparse.Namespace) -> int:
 
 
 def _run_and_write(args: argparse.Namespace, targets: list, options) -> int:
-    from parity.table.scenario import ALL_SCENARIOS
     from parity.report.model import as_json
     from parity.report.scenarios import run_report
     from parity.report.text import format_report
     from parity.safety.third_party import captured, summary_lines
+    from parity.table.scenario import ALL_SCENARIOS
 
     if not args.quiet:
         source = "--bound" if args.bound is not None else "$PARITY_TEST_BOUND_S" if os.environ.get(TEST_BOUND_ENV) else "the default"

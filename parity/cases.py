@@ -20,8 +20,8 @@ from typing import Protocol, TypeVar
 import numpy as np
 import torch
 
-from oracle.gpt_indices import num_epochs as oracle_num_epochs
 from oracle.blend_reference import split_documents
+from oracle.gpt_indices import num_epochs as oracle_num_epochs
 from oracle.gpt_indices import sample_count
 from oracle.nemotron_diffusion import IGNORE_INDEX, TINY_CONFIG
 from parity.dataset_config import GPTDatasetConfig

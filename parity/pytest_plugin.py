@@ -145,8 +145,8 @@ def pytest_configure(config: pytest.Config) -> None:
     config.pluginmanager.register(RunnerSafety(config), "parity-runner-safety")
 
     from parity.safety.releases import UnsupportedRelease, check_supported
-    from parity.targets import UnknownTargetError, builtin_targets, get_target
     from parity.safety.usage import UsageError
+    from parity.targets import UnknownTargetError, builtin_targets, get_target
 
     try:
         config.parity_target = get_target(config.getoption("parity_target") or "impl")

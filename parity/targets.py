@@ -118,7 +118,7 @@ class Target:
     pipeline: str | None = None
     #: A dataset factory that serves only upstream's mock documents (docs/dataset.md, Mock data).
     mock: str | None = None
-    #: Whether every returned tensor owns its memory. True: aliasing (tokens/labels sharing
+    #: Whether every returned tensor owns its memory or refuses writes (docs/dataset.md, Shared masks). True: aliasing (tokens/labels sharing
     #: storage, cached tensors handed out by reference) fails the suite. False: it is reported as
     #: a hazard beside a passing verdict (docs/dataset.md, Hazards).
     promises_copies: bool = False

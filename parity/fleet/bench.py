@@ -26,11 +26,11 @@ from hypothesis import strategies as st
 
 from parity.dataset.bench import bench_dataset
 from parity.devices import DEVICES, TRAINER_DTYPES, check_dtype_runs_on, make_deterministic, resolve_device
+from parity.report.text_table import text_table
+from parity.safety.threads import freeze_heap
 from parity.table.hunt import examples_per_second
 from parity.table.rows import PROPERTIES, Property, catching
-from parity.report.text_table import text_table
 from parity.targets import builtin_targets, get_target
-from parity.safety.threads import freeze_heap
 
 HUNT_EXAMPLES = 100
 #: The ``dev`` profile's ``max_examples`` (parity.safety.profiles): what the default suite spends per property.

@@ -7,8 +7,8 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from parity.report.model import VERDICT_ROW, Column, Options, ScenarioResult, oracle_column, verdict_column
 from parity.dataset_config import upstream_config, upstream_documents
+from parity.report.model import VERDICT_ROW, Column, Options, ScenarioResult, oracle_column, verdict_column
 from parity.targets import Target
 
 
@@ -24,8 +24,8 @@ def dataset_scenario(targets: list[Target], options: Options, progress: Callable
     disagreements (the required verdict), the aliasing hazards (failing only a target that promises
     copies), the installed version of an optional target, or the crash when the target raised."""
     from oracle.gpt_dataset import OracleGPTDataset
-    from parity.safety.crash import TargetCrashed, call_target, is_known_crash
     from parity.dataset.compare import aliasing_hazards, last_sample_position
+    from parity.safety.crash import TargetCrashed, call_target, is_known_crash
 
     documents = upstream_documents(options.seed)
     config = upstream_config()

@@ -17,10 +17,10 @@ from typing import Any
 
 import torch
 
-from parity.safety.bounds import CallTimedOut
 from parity.report.dataset import dataset_scenario
 from parity.report.isolation import ChildEnded, run_in_child, start_method
 from parity.report.model import VERDICT_ROW, Column, Options, ScenarioResult, verdict_column
+from parity.safety.bounds import CallTimedOut
 from parity.targets import Target, builtin_targets
 
 # --- diffusion window ----------------------------------------------------------------------------

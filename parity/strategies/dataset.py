@@ -22,6 +22,7 @@ fixture, never from here.
 from __future__ import annotations
 
 import functools
+from dataclasses import replace
 
 import numpy as np
 from hypothesis import assume, event
@@ -29,8 +30,6 @@ from hypothesis import strategies as st
 
 from oracle.gpt_indices import extra_tokens, sample_count, separate_final_epoch
 from oracle.gpt_indices import num_epochs as oracle_num_epochs
-from dataclasses import replace
-
 from parity.cases import DatasetCase, samples_supplied
 from parity.dataset_config import SPLITS, GPTDatasetConfig
 from parity.strategies.covering import Row, covering_array, every_combination, labels

@@ -14,9 +14,9 @@ import pytest
 from hypothesis import example, given
 
 from parity.devices import make_deterministic
+from parity.pytest_plugin import device_params
 from parity.safety.bounds import hang_scope
 from parity.table.record import Property
-from parity.pytest_plugin import device_params
 from parity.table.run_budget import ShrinkBudget, suite_settings
 
 

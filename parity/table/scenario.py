@@ -9,10 +9,10 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from parity.safety.crash import is_known
-from parity.table.rows import catching, properties_for
 from parity.report.model import Column, Options, ScenarioResult
 from parity.report.scenarios import SCENARIOS, Scenario, first_line
+from parity.safety.crash import is_known
+from parity.table.rows import catching, properties_for
 from parity.targets import Target
 
 

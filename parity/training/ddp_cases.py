@@ -27,13 +27,13 @@ import torch.distributed as dist
 
 from parity.cases import TrainerCase, at_dtype, draw_trainer_case
 from parity.devices import DEVICES, TRAINER_DTYPES, check_dtype_runs_on
-from parity.targets import ConfigDeclined, get_target, load_attribute
 from parity.safety.threads import freeze_heap
+from parity.safety.usage import write_atomically
+from parity.targets import ConfigDeclined, get_target, load_attribute
 from parity.training.distributed import RankCrashed, init_process_group
 from parity.training.run import TrainerRecord, eps_declined, run_trainer
 from parity.training.shipped import as_shipped
 from parity.training.verdict import trainer_verdict
-from parity.safety.usage import write_atomically
 
 _BASE = TrainerCase(examples_per_rank=4, window_size=2, max_length=10, data_seed=3, noise_seed=7)
 DDP_CASES: dict[str, TrainerCase] = {

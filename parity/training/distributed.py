@@ -29,9 +29,9 @@ from pathlib import Path
 import torch
 import torch.distributed as dist
 
+from parity.devices import backend as device_backend
 from parity.safety.bounds import TEST_BOUND_ENV, call_bound
 from parity.safety.crash import process_ended, raised_in, short_path
-from parity.devices import backend as device_backend
 from parity.training.rank_start import ERRORS_ENV, LAUNCHER_ENV
 
 STORE_ENV = "PARITY_FILESTORE"

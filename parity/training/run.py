@@ -21,11 +21,11 @@ from transformers import PrinterCallback, TrainingArguments
 
 from oracle.nemotron_diffusion import IGNORE_INDEX, TINY_CONFIG
 from oracle.window_reference import Draw, StepResult
-from parity.safety.bounds import bounded
 from parity.cases import PUBLISHED_EPS, TrainerCase
 from parity.compare import Finding
-from parity.safety.crash import describe_raised
 from parity.devices import backend, check_dtype_runs_on
+from parity.safety.bounds import bounded
+from parity.safety.crash import describe_raised
 from parity.targets import ConfigDeclined
 from parity.training.noise_replay import replay_noise
 from parity.training.observe import RunObserver

@@ -9,11 +9,11 @@ from __future__ import annotations
 import pytest
 import torch
 
-from parity.safety.crash import TargetCrashed, is_known_crash
 from parity.dataset.compare import aliasing_hazards
-from parity.table.checks import dataset as properties
 from parity.report.scenarios import Options, dataset_scenario
+from parity.safety.crash import TargetCrashed, is_known_crash
 from parity.strategies.dataset import UPSTREAM_PR_CASE
+from parity.table.checks import dataset as properties
 from parity.targets import Target
 
 HERE = "tests.dataset.test_crash_and_hazard_verdicts"

@@ -17,8 +17,8 @@ from hypothesis import given, settings
 
 from impl.dataset_config import GPTDatasetConfig
 from impl.gpt_dataset import GPTDataset
-from parity.table.checks import dataset as properties
 from parity.strategies.dataset import dataset_cases
+from parity.table.checks import dataset as properties
 from parity.targets import Target
 
 DOCUMENTED = Path(__file__).resolve().parents[2] / "docs" / "dataset.md"

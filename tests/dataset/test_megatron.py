@@ -13,16 +13,16 @@ import numpy as np
 import pytest
 from hypothesis import given, reject, settings
 
-from parity.safety.crash import TargetCrashed
 from parity.dataset_config import GPTDatasetConfig
-from parity.table.checks import dataset as properties
-from parity.table.rows import PROPERTIES, catching
+from parity.safety.crash import TargetCrashed
 from parity.strategies.dataset import (
     MEGATRON_CRASH_CASE,
     MOCK_DATA_CASE,
     UPSTREAM_PR_CASE,
     dataset_cases,
 )
+from parity.table.checks import dataset as properties
+from parity.table.rows import PROPERTIES, catching
 from parity.targets import OPTIONAL_TARGETS, ConfigDeclined, get_target
 
 MEGATRON = next(t for t in OPTIONAL_TARGETS if t.name == "megatron-core")

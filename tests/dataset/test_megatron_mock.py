@@ -15,7 +15,6 @@ import torch
 
 from parity.dataset.megatron import import_megatron, megatron_config
 from parity.dataset_config import GPTDatasetConfig
-from parity.targets import OPTIONAL_TARGETS
 
 pytestmark = [
     pytest.mark.long,

@@ -14,9 +14,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from oracle.blend_reference import blending_indices, normalized, split_bookends
+from parity.strategies.pipeline import PIPELINE_CASES, VARIATIONS, split_strings
 from parity.table.checks import pipeline as properties
 from parity.table.rows import PROPERTIES
-from parity.strategies.pipeline import PIPELINE_CASES, VARIATIONS, split_strings
 from parity.targets import OPTIONAL_TARGETS
 
 MEGATRON = next(t for t in OPTIONAL_TARGETS if t.name == "megatron-core")

@@ -16,9 +16,9 @@ import torch
 
 from oracle.gpt_pipeline import oracle_splits
 from parity.dataset.compare import assert_samples_equal
-from parity.table.checks.pipeline import Written, build
 from parity.strategies.pipeline import PIPELINE_CASES
-from parity.targets import OPTIONAL_TARGETS, get_target
+from parity.table.checks.pipeline import Written, build
+from parity.targets import get_target
 from parity.training.distributed import launch
 
 pytestmark = [

@@ -12,7 +12,7 @@ import subprocess
 import sys
 import textwrap
 import time
-import xml.etree.ElementTree as ElementTree
+from xml.etree import ElementTree
 from pathlib import Path
 
 import pytest

@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from parity.fleet import fuzz
 from parity.__main__ import main
+from parity.fleet import fuzz
 
 
 def test_without_hypofuzz_one_line_names_the_install(monkeypatch, capsys):

@@ -21,9 +21,9 @@ from __future__ import annotations
 import pytest
 from hypothesis import HealthCheck, Phase, given, settings
 
-from parity.table.rows import PROPERTIES
 from parity.strategies import dataset, diffusion
 from parity.strategies.covering import covering_array, covers, every_combination, labels, requirements
+from parity.table.rows import PROPERTIES
 
 #: name: (strategy module, its default strategy, the interface of the properties that draw its cases)
 MODULES = {

@@ -198,8 +198,8 @@ def test_the_import_reader_follows_parity_modules():
 
 def test_properties_take_their_case_types_from_the_cases_module():
     from parity import cases
-    from parity.table.checks import dataset, diffusion, training
     from parity.strategies import trainer_cases  # noqa: F401 - exported by parity.strategies
+    from parity.table.checks import dataset, diffusion, training
 
     assert dataset.DatasetCase is cases.DatasetCase and diffusion.WindowCase is cases.WindowCase
     assert training.TrainerCase is cases.TrainerCase

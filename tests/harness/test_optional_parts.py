@@ -82,12 +82,11 @@ def needed_parts(path: Path) -> dict[str, str]:
         if (isinstance(node, ast.Call) and getattr(node.func, "id", getattr(node.func, "attr", None)) == "get_target"
                 and any(s.startswith("megatron-core") for s in _strings(node)) and "megatron-core" not in declared):
             missing.setdefault("megatron-core", f"selects a megatron target (line {node.lineno})")
-        if isinstance(node, ast.FunctionDef) and node.name.startswith("test_"):
-            if any(a.arg == "redis_url" for a in node.args.args) and "redis-server" not in _needs_on(node, tree):
-                missing.setdefault("redis-server", f"{node.name} takes redis_url")
-        if any(_imported(node)) and any(m.partition(".")[0] == "hypofuzz" for m in _imported(node)):
-            if "hypofuzz" not in declared:
-                missing.setdefault("hypofuzz", f"imports hypofuzz (line {node.lineno})")
+        if (isinstance(node, ast.FunctionDef) and node.name.startswith("test_")
+                and any(a.arg == "redis_url" for a in node.args.args) and "redis-server" not in _needs_on(node, tree)):
+            missing.setdefault("redis-server", f"{node.name} takes redis_url")
+        if any(m.partition(".")[0] == "hypofuzz" for m in _imported(node)) and "hypofuzz" not in declared:
+            missing.setdefault("hypofuzz", f"imports hypofuzz (line {node.lineno})")
         if isinstance(node, ast.List) and "fuzz" in _strings(node) and "parity" in _strings(node) and "hypofuzz" not in declared:
             missing.setdefault("hypofuzz", f"runs python -m parity fuzz (line {node.lineno})")
     if any("chromium" in s for s in _strings(tree)) and "chromium" not in declared:

@@ -13,9 +13,9 @@ from __future__ import annotations
 import pytest
 from hypothesis import settings
 
-from parity.table.scenario import properties_scenario
-from parity.table.rows import PROPERTIES
 from parity.report.scenarios import Options
+from parity.table.rows import PROPERTIES
+from parity.table.scenario import properties_scenario
 from parity.targets import Target
 from tests.quality.broken_datasets import BROKEN
 

@@ -11,7 +11,7 @@ import pytest
 from hypothesis import settings
 
 from parity.table.rows import PROPERTIES
-from parity.targets import OPTIONAL_TARGETS, Target
+from parity.targets import Target
 
 pytestmark = [
     pytest.mark.usefixtures("harness_self_check"),

@@ -8,8 +8,8 @@ from __future__ import annotations
 
 import pytest
 
-from parity.table.scenario import properties_scenario
 from parity.report.scenarios import Options
+from parity.table.scenario import properties_scenario
 from parity.targets import Target
 
 BROKEN = {

@@ -17,10 +17,10 @@ from html.parser import HTMLParser
 
 import pytest
 
-from parity.table.scenario import properties_scenario
 from parity.report.model import Options, ScenarioResult, entries, table, verdict_line
 from parity.report.scenarios import distributed_column, run_report
 from parity.report.text import WIDTH, collapse_repeats, format_report
+from parity.table.scenario import properties_scenario
 from parity.targets import default_targets, get_target
 
 pytestmark = pytest.mark.xdist_group("report-render")

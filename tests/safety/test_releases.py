@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import pytest
 
-from parity.safety import releases
 from parity.__main__ import main
+from parity.safety import releases
 from parity.safety.releases import UnsupportedRelease, check_supported, supported
 
 

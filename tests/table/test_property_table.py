@@ -13,12 +13,12 @@ import pytest
 from hypothesis import strategies as st
 
 import parity.table.rows as table
-from parity.fleet.bench import hunt_known_bugs
 from parity.compare import KINDS, ParityFailure
-from parity.table.scenario import properties_scenario
-from parity.table.rows import PROPERTIES, Property
+from parity.fleet.bench import hunt_known_bugs
 from parity.report.scenarios import Options
 from parity.suite.collect import ParityNote
+from parity.table.rows import PROPERTIES, Property
+from parity.table.scenario import properties_scenario
 from parity.targets import Target
 
 HERE = __name__

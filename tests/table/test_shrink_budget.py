@@ -9,9 +9,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from parity.suite.collect import property_test
 from parity.table.rows import PROPERTIES
 from parity.table.run_budget import ShrinkBudget
-from parity.suite.collect import property_test
 
 #: A failure Hypothesis would shrink over many runs: any large number fails, and so does its list.
 FAILS = 1000

@@ -7,8 +7,8 @@ local-mean twins are the known-bug targets (``impl.known_bugs``).
 
 from __future__ import annotations
 
-from impl.known_bugs.logits_local_mean_trainer import LogitsLocalMeanTrainer
 from impl.known_bugs.local_mean_trainer import LocalMeanTrainer
+from impl.known_bugs.logits_local_mean_trainer import LogitsLocalMeanTrainer
 from impl.logits_trainer import LogitsDiffusionTrainer
 
 IGNORE_INDEX = -100

@@ -11,7 +11,11 @@ from __future__ import annotations
 from parity.cases import EpsDomain
 from parity.training.shipped import TRAINERS_OWN, ShippedTrainer
 from tests.training.research_trainer import (
-    DiffusionArguments, EosCollatingTrainer, EosPaddingCollator, OpenEpsTrainer, ResearchDiffusionTrainer,
+    DiffusionArguments,
+    EosCollatingTrainer,
+    EosPaddingCollator,
+    OpenEpsTrainer,
+    ResearchDiffusionTrainer,
 )
 
 OPEN_AT_ONE = EpsDomain(high_closed=False)

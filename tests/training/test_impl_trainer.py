@@ -6,9 +6,9 @@ import pytest
 
 from impl.trainer import WindowedDiffusionTrainer
 from impl.transformers_support import SUPPORTED_TRANSFORMERS, check_transformers_version
-from parity.safety.releases import supported
 from oracle.nemotron_diffusion import build_tiny_model
 from parity.cases import TrainerCase
+from parity.safety.releases import supported
 from parity.training.run import training_arguments
 
 

@@ -11,9 +11,9 @@ import torch
 
 from parity.compare import KINDS, ParityFailure
 from parity.training.input_contract import labels_shifted, received_differs, served_batch_differs
+from parity.training.run import pad_collate, run_trainer
 from parity.training.shipped import tiny_tokenizer
 from parity.training.verdict import trainer_verdict
-from parity.training.run import pad_collate, run_trainer
 from parity.training.window_cases import tiny_model
 from tests.training.objective_twins import SupervisedSumTrainer
 from tests.training.research_trainer import EosPaddingCollator

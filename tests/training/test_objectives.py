@@ -18,12 +18,12 @@ from impl.trainer import WindowedDiffusionTrainer
 from parity.cases import TrainerCase
 from parity.compare import ParityFailure
 from parity.devices import runs_on
-from parity.training.distributed import launch
-from parity.training.objectives import alternatives, name_objective
 from parity.table.run_budget import fraction_of_profile
 from parity.targets import ConfigDeclined
-from parity.training.verdict import trainer_verdict
+from parity.training.distributed import launch
+from parity.training.objectives import alternatives, name_objective
 from parity.training.run import run_trainer
+from parity.training.verdict import trainer_verdict
 from tests.training.interleavings import INTERLEAVINGS
 from tests.training.objective_twins import TWINS, TWO_RANK_TWINS
 from tests.training.shipped_trainers import SHIPPED

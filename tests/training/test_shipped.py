@@ -19,17 +19,17 @@ from transformers import TrainingArguments
 
 from impl.logits_trainer import LogitsDiffusionTrainer
 from parity.cases import TrainerCase
+from parity.report.model import Options
+from parity.report.scenarios import training_scenario
+from parity.table.checks.training import check_training_run
+from parity.table.run_budget import fraction_of_profile
+from parity.targets import ConfigDeclined, Target
 from parity.training.ddp_cases import DDP_CASES
 from parity.training.distributed import launch
 from parity.training.objectives import name_objective
-from parity.table.checks.training import check_training_run
-from parity.report.scenarios import training_scenario
-from parity.report.model import Options
+from parity.training.run import run_trainer, training_arguments
 from parity.training.shipped import ShippedTrainer, as_shipped
-from parity.table.run_budget import fraction_of_profile
-from parity.targets import ConfigDeclined, Target
 from parity.training.verdict import trainer_verdict
-from parity.training.run import training_arguments, run_trainer
 from tests.training.research_trainer import DiffusionArguments, ResearchDiffusionTrainer
 from tests.training.shipped_trainers import RESEARCH, SHIPPED
 from tests.training.test_interleavings import WHOLE_RUN

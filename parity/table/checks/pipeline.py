@@ -20,11 +20,11 @@ from hypothesis import reject
 from oracle.blend_reference import SPLIT_NAMES
 from oracle.gpt_pipeline import oracle_splits
 from parity.cases import PipelineCase
-from parity.safety.crash import TargetCrashed, call_target
 from parity.dataset.compare import assert_samples_equal, sample_difference
 from parity.dataset.files import write_prefix
-from parity.table.checks.dataset import INDEX_ARRAYS
+from parity.safety.crash import TargetCrashed, call_target
 from parity.strategies.pipeline import varied
+from parity.table.checks.dataset import INDEX_ARRAYS
 from parity.targets import ConfigDeclined
 
 #: What a pipeline's index cache holds per split of a dataset over one prefix, and per blended split.
