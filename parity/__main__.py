@@ -315,6 +315,12 @@ def fuzz(parser: argparse.ArgumentParser, args: argparse.Namespace) -> int:
     return fuzz_main(parser, args, _progress)
 
 
+def repro(parser: argparse.ArgumentParser, args: argparse.Namespace) -> int:
+    from parity.fleet.repro import repro_main
+
+    return repro_main(parser, args, _progress)
+
+
 def replay(parser: argparse.ArgumentParser, args: argparse.Namespace) -> int:
     from parity.fleet.fuzz import replay_main
 
@@ -329,6 +335,7 @@ COMMANDS = {
     "ddp": (ddp, "the two-rank training cases of one target, each rank a real process"),
     "fuzz": (fuzz, "the property suite against one target as a HypoFuzz campaign, into the shared example database"),
     "replay": (replay, "a target's saved counterexamples from the shared example database, as the suite reports them"),
+    "repro": (repro, "each failing property of a target as a short pytest file that needs only the target's own package"),
 }
 
 
@@ -339,6 +346,7 @@ def cli_parser() -> argparse.ArgumentParser:
 
     from parity.fleet.bench import add_bench_arguments
     from parity.fleet.fuzz import add_fuzz_arguments, add_replay_arguments
+    from parity.fleet.repro import add_repro_arguments
 
     parser = argparse.ArgumentParser(prog="python -m parity", description="the one-command parity verdict before a pull request",
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -351,6 +359,7 @@ def cli_parser() -> argparse.ArgumentParser:
     add_bench_arguments(commands.choices["bench"])
     add_fuzz_arguments(commands.choices["fuzz"])
     add_replay_arguments(commands.choices["replay"])
+    add_repro_arguments(commands.choices["repro"])
     ddp_parser = commands.choices["ddp"]
     ddp_parser.add_argument("--target", default="impl", metavar="NAME", help="target whose trainer runs (default: impl)")
     ddp_parser.add_argument("--device", default="cpu", choices=[*DEVICES, "auto"], help="Gloo on cpu, NCCL on cuda")

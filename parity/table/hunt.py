@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Sequence
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field, fields
 
 from hypothesis import HealthCheck, Phase, example, given, settings
 from hypothesis import seed as fix_seed
@@ -28,6 +28,8 @@ class Hunt:
     seconds_to_failure: float | None = None
     seconds_total: float = 0.0
     counterexample: str = ""
+    #: The (shrunk) failing arguments themselves, as the check received them (``python -m parity repro``).
+    failing_args: tuple = ()
     message: str = ""
     #: What the check returned besides passing (hazards, precision notes), each once, in order.
     notes: list[str] = field(default_factory=list)
@@ -44,7 +46,7 @@ class Hunt:
         return self.examples_to_failure is not None
 
     def as_report(self) -> dict:
-        report = asdict(self)
+        report = {f.name: getattr(self, f.name) for f in fields(self) if f.name != "failing_args"}
         for key in ("seconds_to_failure", "seconds_total"):
             if report[key] is not None:
                 report[key] = round(report[key], 3)
@@ -106,7 +108,7 @@ def hunt(
             if found.examples_to_failure is None:
                 found.examples_to_failure = calls
                 found.seconds_to_failure = time.perf_counter() - start
-            found.counterexample = repr(args)
+            found.counterexample, found.failing_args = repr(args), args
             found.message = str(failure)
             raise
 
