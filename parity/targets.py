@@ -130,6 +130,9 @@ class Target:
     requires: str | None = None
     #: Another target shown beside this one in the report when this one is selected.
     companion: str | None = None
+    #: Defects of the target's own upstream code the suite finds, for the report to name with the command that
+    #: writes them up (``python -m parity repro``; docs/dataset.md, Reproducers).
+    upstream_defects: tuple[str, ...] = ()
     #: Known crashes of the target: substrings of ``"ExceptionType at path:line"``. A matching
     #: crash is reported as "crashed (known)" instead of failing (docs/dataset.md, Crashes).
     known_crashes: tuple[str, ...] = ()
@@ -220,6 +223,10 @@ OPTIONAL_TARGETS: tuple[Target, ...] = (
         requires="megatron-core",
         companion="megatron-core:fixed",
         known_crashes=(MEGATRON_INDEX_CRASH,),
+        upstream_defects=(
+            "the loss-mask cache (FILL stores the first sample's masks by reference)",
+            "the index cache key (it leaves out add_extra_token_to_sequence and drop_last_partial_validation_sequence)",
+        ),
     ),
     Target(
         name="megatron-core:fixed",

@@ -243,12 +243,19 @@ def run_report(
         result = _run_scenario(scenario, trusted, options, progress) if trusted else None
         result = _merged(result, results_of_yours)
         if result is not None and result.columns:
+            by_name = {target.name: target for target in columns}
             for column in result.columns:
                 column.control = column.expect != "reference" and column.name not in order
+                defects = by_name[column.name].upstream_defects if column.name in by_name else ()
+                if defects and not column.holds:
+                    column.figures[UPSTREAM_ROW] = (f"{'; '.join(defects)}: python -m parity repro --target {column.name} "
+                                                    "--out DIR writes each up")
             results.append(result)
     return results
 
 
+#: The row that names a failing column's known upstream defects and the command that writes each up.
+UPSTREAM_ROW = "upstream defects"
 #: The titles of a scenario whose only column is a target that ended its process, or whose call timed out.
 CHILD_ENDED = "the target ended the process"
 TIMED_OUT = "a target call timed out"
