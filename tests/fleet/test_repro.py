@@ -130,3 +130,17 @@ def test_megatron_cores_findings_fail_on_megatron_core_alone(tmp_path, bare_pyth
 
 def test_the_cli_is_listed():
     assert "repro" in subprocess.run([sys.executable, "-m", "parity", "--help"], capture_output=True, text=True).stdout
+
+
+@pytest.mark.needs("megatron-core")
+def test_the_reports_megatron_column_names_its_upstream_defects_and_the_command():
+    from parity.report.model import Options
+    from parity.report.scenarios import SCENARIOS, UPSTREAM_ROW, run_report
+
+    targets = [get_target("megatron-core"), get_target("megatron-core:fixed")]
+    (result,) = run_report(targets, Options(under_test=("megatron-core",)), ["dataset-cache"], lambda line: None, SCENARIOS)
+    columns = {column.name: column for column in result.columns}
+    said = columns["megatron-core"].figures[UPSTREAM_ROW]
+    assert "the index cache key" in said and "the loss-mask cache" in said
+    assert said.endswith("python -m parity repro --target megatron-core --out DIR writes each up")
+    assert UPSTREAM_ROW not in columns["megatron-core:fixed"].figures
