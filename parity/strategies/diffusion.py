@@ -55,6 +55,22 @@ DRIFTING_RUN = WindowCase(
     dtype=torch.float32,
     frozen_head=False,
 )
+#: A production-sized count: two microbatches of eight rows of 768 tokens, one window, masking more than
+#: 2048 tokens (float16's exact integers; bfloat16's end at 256), so that a count kept in a low-precision
+#: dtype is rounded (docs/trainer.md, Counts).
+LARGE_COUNT_WINDOW = WindowCase(
+    window_sizes=(2,),
+    rows_per_microbatch=8,
+    length=768,
+    batch_kinds=(("full",) * 8, ("full",) * 8),
+    with_labels=True,
+    with_attention_mask=True,
+    data_seed=1,
+    noise_seed=1,
+    eps=PUBLISHED_EPS,
+    dtype=torch.float32,
+    frozen_head=False,
+)
 #: Every working dtype (``parity.devices.DTYPES``), as torch dtypes.
 WORKING_DTYPES = tuple(getattr(torch, name) for name in DTYPES)
 

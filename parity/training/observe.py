@@ -108,6 +108,8 @@ class RunObserver(TrainerCallback):
         #: scaler skipped the step (its scaled gradients overflowed).
         self.loss_scales: list[float] = []
         self.skipped: list[bool] = []
+        #: (optimizer step, ``num_items_in_batch``) of every training ``compute_loss`` call, as the Trainer passed it.
+        self.counts: list[tuple[int, object]] = []
         self._call: dict[str, torch.Tensor] | None = None
         self._handles = [
             model.register_forward_pre_hook(self._on_model_call, with_kwargs=True),
@@ -139,6 +141,18 @@ class RunObserver(TrainerCallback):
             served = {key: value.detach().cpu().clone() for key, value in batch.items() if isinstance(value, torch.Tensor)}
             self.batches.setdefault(self.phase, []).append(ServedBatch(served, self.snapshot(), rows))
             return batch
+
+        return observed
+
+    def compute_loss(self, compute_loss):
+        """``compute_loss`` (the trainer's), recording the count the Trainer hands each training call: the
+        window's, which the trainer divides by (docs/trainer.md, Counts)."""
+
+        def observed(model, inputs, *args, **kwargs):
+            if model.training:
+                count = kwargs.get("num_items_in_batch", args[1] if len(args) > 1 else None)
+                self.counts.append((len(self.window_ends), count.detach().cpu() if isinstance(count, torch.Tensor) else count))
+            return compute_loss(model, inputs, *args, **kwargs)
 
         return observed
 

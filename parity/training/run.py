@@ -27,6 +27,7 @@ from parity.devices import backend, check_dtype_runs_on
 from parity.safety.bounds import bounded
 from parity.safety.crash import describe_raised
 from parity.targets import ConfigDeclined
+from parity.training.counts import count_problem
 from parity.training.noise_replay import replay_noise
 from parity.training.observe import RunObserver
 from parity.training.shipped import as_shipped
@@ -278,8 +279,20 @@ def _build(trainer, case: TrainerCase, model, rows, observer: RunObserver, outpu
         callbacks=[observer],
     )
     built.data_collator = observer.collator(built.data_collator)
+    built.compute_loss = observer.compute_loss(built.compute_loss)
     built.remove_callback(PrinterCallback)  # the observer, not the console, carries the results
     return built
+
+
+def count_findings(observer: RunObserver) -> list[Finding]:
+    """A count the Trainer handed the trainer in a dtype that cannot hold it (``parity.training.counts``), once
+    per step. Only the dtype is judged: which count a trainer divides by is its objective, judged on its losses."""
+    found = {}
+    for step, count in observer.counts:
+        problem = count_problem(count, f"step {step}")
+        if problem and step not in found:
+            found[step] = Finding("normalisation", problem, phase="train")
+    return list(found.values())
 
 
 def run_trainer(trainer, case: TrainerCase, output_dir: str, world_size: int = 1, rank: int = 0) -> TrainerRecord:
@@ -347,6 +360,7 @@ def run_trainer(trainer, case: TrainerCase, output_dir: str, world_size: int = 1
         else:
             record.eval_draws = [draw for name, draw in replayed if name == "evaluate"]
             record.batch_draws = [draw for name, draw in replayed if name == "predict"]
+    record.findings += count_findings(observer)
     losses = [entry["loss"] for entry in built.state.log_history if "loss" in entry]
     if not losses:
         return record

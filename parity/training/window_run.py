@@ -11,13 +11,15 @@ in order along the target's own trajectory, and with each window's microbatches 
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import torch
 from torch import nn
 
 from oracle.window_reference import Draw, StepResult, apply_sgd, sgd_step
 from parity.budget import Comparison, along_trajectory, before_each, informativeness, judges_informativeness
+from parity.compare import Finding
+from parity.training.counts import count_problem
 from parity.training.step_compare import compare_steps
 
 Batch = Mapping[str, torch.Tensor]
@@ -56,13 +58,17 @@ def noise_windows(
 
 
 def target_steps(
-    loss_target, model: nn.Module, noised_windows: Sequence[Sequence[Mapping[str, torch.Tensor | None]]], lr: float
+    loss_target, model: nn.Module, noised_windows: Sequence[Sequence[Mapping[str, torch.Tensor | None]]], lr: float,
+    counts: list | None = None,
 ) -> list[StepResult]:
-    """Accumulate each window microbatch by microbatch, then one SGD step."""
+    """Accumulate each window microbatch by microbatch, then one SGD step; each window's count as the
+    target gave it is appended to ``counts``."""
     results = []
     for window in noised_windows:
         model.zero_grad(set_to_none=True)
         count = loss_target.window_count(window)
+        if counts is not None:
+            counts.append(count)
         window_loss = torch.zeros((), dtype=next(model.parameters()).dtype, device=next(model.parameters()).device)
         for batch in window:
             loss = loss_target.microbatch_loss(model, batch, count)
@@ -110,6 +116,8 @@ class ParityRun:
 
     #: The float64 oracle under the local-mean normalisation (bfloat16 runs only; see ``uninformative``).
     local_mean: list[StepResult] | None = None
+    #: Each window's count as the target's ``window_count`` gave it.
+    counts: list = field(default_factory=list)
 
     @property
     def precision(self) -> torch.dtype:
@@ -118,6 +126,16 @@ class ParityRun:
 
     def comparisons(self) -> list[Comparison]:
         return compare_steps(self.out, self.refs, self.golden, self.precision)
+
+    def findings(self) -> list[Finding]:
+        """A window's count the target keeps in a dtype that cannot hold it (``parity.training.counts``)."""
+        found = []
+        for step, (count, window) in enumerate(zip(self.counts, self.draws, strict=False)):
+            realized = sum(int(draw.masked_indices.sum()) for draw in window)
+            problem = count_problem(count, f"step {step}", realized)
+            if problem:
+                found.append(Finding("normalisation", problem))
+        return found
 
     def uninformative(self) -> str | None:
         """Why this case cannot tell a wrong count from rounding at its precision, or None."""
@@ -192,7 +210,8 @@ def run_parity(
     model = build_model().to(device)
     noised = noise_windows(loss_target, model, windows, noise)
     draws = realized_draws(windows, noised)
-    out = target_steps(loss_target, model, regroup_rows(noised, regroup) if regroup else noised, lr)
+    counts: list = []
+    out = target_steps(loss_target, model, regroup_rows(noised, regroup) if regroup else noised, lr, counts)
     # The references (docs/budget.md): in order along the target's trajectory; reversed, and the target's
     # cut of the rows, along the oracle's own.
     orders = [[window[::-1] for window in draws], *([_regroup_draws(draws, regroup)] if regroup else [])]
@@ -202,4 +221,4 @@ def run_parity(
     local_mean = None
     if judges_informativeness(next(model.parameters()).dtype):
         local_mean = local_mean_steps(build_model().to("cpu", torch.float64), [[w] for w in draws], golden, lr)
-    return ParityRun(out, refs, golden, noised, draws, local_mean)
+    return ParityRun(out, refs, golden, noised, draws, local_mean, counts)

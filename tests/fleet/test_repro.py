@@ -1,8 +1,8 @@
 """``python -m parity repro``: a finding as a short pytest file that fails on the target's own package alone
 (parity.fleet.repro, docs/dataset.md, Reproducers).
 
-The default run writes impl's known cache bug and known-bug:local-mean's loss property up and holds each file
-to its promise (it fails on the bug, passes on the fix, imports what it says). The long run writes megatron-core's
+The default run writes impl's known cache bug up and holds the file to its promise (it fails on the bug, passes
+on the fix, imports what it says); the long run does the same for known-bug:local-mean's loss property. The long run writes megatron-core's
 two findings and runs each in a fresh virtual environment that holds megatron-core, numpy, torch and pytest but
 not the harness: each fails with its message, and the loss-mask one passes on a patched copy of megatron-core.
 """
@@ -12,13 +12,12 @@ from __future__ import annotations
 import ast
 import shutil
 import subprocess
-import sys
 import venv
 from pathlib import Path
 
 import pytest
 
-from parity.__main__ import main
+from parity.__main__ import cli_parser, main
 from parity.fleet.repro import write_reproducers
 from parity.targets import get_target
 
@@ -45,6 +44,7 @@ def test_impls_known_cache_bug_becomes_a_file_that_needs_only_impl(tmp_path):
     assert "loss_mask differs at" in written.message and "expected 1.0" in written.message
 
 
+@pytest.mark.long  # a hunt, then the file run twice (on the bug, on impl), each a pytest session: 12 s
 def test_the_local_mean_loss_property_fails_on_it_and_passes_on_impl(tmp_path):
     (written,) = write_reproducers(get_target("known-bug:local-mean"), tmp_path, ["diffusion/regrouping"], 50,
                                    say=lambda line: None)
@@ -128,8 +128,8 @@ def test_megatron_cores_findings_fail_on_megatron_core_alone(tmp_path, bare_pyth
     assert fixed.returncode == 0, fixed.stdout[-2000:] + fixed.stderr[-2000:]
 
 
-def test_the_cli_is_listed():
-    assert "repro" in subprocess.run([sys.executable, "-m", "parity", "--help"], capture_output=True, text=True).stdout
+def test_the_cli_lists_it():
+    assert "repro" in cli_parser().format_help()
 
 
 @pytest.mark.needs("megatron-core")

@@ -39,7 +39,7 @@ def hold_to_budget(run: ParityRun) -> list[str]:
     if searching:
         worst = max(c.ratio for c in comparisons)
         hypothesis_target(worst if math.isfinite(worst) else 1e300, label="worst error / budget")
-    verdict = assert_verdict(judge(comparisons, uninformative=run.uninformative()))
+    verdict = assert_verdict(judge(comparisons, run.findings(), uninformative=run.uninformative()))
     if verdict.uninformative and searching:
         event(NOT_INFORMATIVE_EVENT)
         return []
