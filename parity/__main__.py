@@ -1,12 +1,13 @@
 """``python -m parity``: the one-command verdict before a pull request.
 
-    python -m parity [report]        every scenario, CPU, float32 (the default command)
-    python -m parity report --ddp    ... plus the two-rank cases
+    python -m parity [report]        every scenario, CPU, float32 (the default command), the two-rank
+                                     cases included where two ranks fit (two cores; --no-ddp skips them)
     python -m parity bench           how fast the suite finds each known bug, and what it costs
     python -m parity targets         the registered targets
     python -m parity ddp             the two-rank training cases of one target, as real processes
     python -m parity fuzz            the property suite against one target as a HypoFuzz campaign (docs/fleet.md)
     python -m parity replay          a target's saved counterexamples, from the shared example database
+    python -m parity repro           each failing property of a target as a short pytest file of its own
 
 Exit status: 0 when every impl column holds and every known bug is caught, 1 otherwise, 2 for a
 usage error (one line naming the option and what it allows, before any work).
@@ -24,7 +25,14 @@ from parity.safety.threads import freeze_heap, wait_passively
 
 wait_passively()  # before parity.devices imports torch
 
-from parity.devices import DEVICES, TRAINER_DTYPES, check_dtype_runs_on, check_ranks_fit, resolve_device  # noqa: E402
+from parity.devices import (  # noqa: E402
+    DEVICES,
+    TRAINER_DTYPES,
+    check_dtype_runs_on,
+    check_ranks_fit,
+    ranks_fit,
+    resolve_device,
+)
 from parity.safety.bounds import TEST_BOUND_ENV, described  # noqa: E402
 from parity.safety.releases import UnsupportedRelease, check_supported, install_command  # noqa: E402
 from parity.safety.usage import check_at_least, check_distinct_outputs, check_output_path, write_atomically  # noqa: E402
@@ -61,7 +69,11 @@ def report_parser(parser: argparse.ArgumentParser | None = None) -> argparse.Arg
     )
     parser.add_argument("--only", action="append", choices=sorted(SCENARIOS), metavar="NAME",
                         help=f"run only this scenario (repeatable): {', '.join(SCENARIOS)}")
-    parser.add_argument("--ddp", action="store_true", help="also run the two-rank distributed cases")
+    ddp = parser.add_mutually_exclusive_group()
+    ddp.add_argument("--ddp", action="store_true",
+                     help="run the two-rank distributed cases, and refuse where two ranks do not fit (default: run them "
+                     "where they fit: two CPU cores, or two GPUs on cuda)")
+    ddp.add_argument("--no-ddp", action="store_true", help="skip the two-rank distributed cases")
     parser.add_argument("--examples", type=int, default=3, metavar="N",
                         help="drawn examples per property in the `properties` scenario (default: 3)")
     parser.add_argument("--bound", type=int, metavar="S", default=None,
@@ -117,6 +129,7 @@ def report(parser: argparse.ArgumentParser, args: argparse.Namespace) -> int:
         check_dtype_runs_on(args.dtype, device)
         if args.ddp:
             check_ranks_fit(device, 2)
+        ddp = args.ddp or (not args.no_ddp and ranks_fit(device, 2))
         check_at_least("--seed", args.seed, 0)
         check_at_least("--examples", args.examples, 1)
         if args.bound is not None:
@@ -147,7 +160,7 @@ def report(parser: argparse.ArgumentParser, args: argparse.Namespace) -> int:
     oracle = use_remote_code(parser, args)
     if oracle is None:  # one line, no usage text, no traceback
         return 2
-    options = Options(device=device, dtype=args.dtype, seed=args.seed, ddp=args.ddp, examples=args.examples, oracle=oracle,
+    options = Options(device=device, dtype=args.dtype, seed=args.seed, ddp=ddp, examples=args.examples, oracle=oracle,
                       under_test=under_test, controls=args.controls)
     with patch.dict(os.environ, {TEST_BOUND_ENV: str(args.bound)} if args.bound is not None else {}):
         return _run_and_write(args, targets, options)

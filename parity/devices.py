@@ -61,6 +61,17 @@ def cuda_available() -> bool:
     return torch.cuda.is_available()
 
 
+def ranks_fit(device: str, world_size: int) -> bool:
+    """Whether ``world_size`` ranks fit this machine without sharing: a CPU core each (Gloo), a GPU each (NCCL)."""
+    import os
+
+    if device != "cuda":
+        return (os.cpu_count() or 1) >= world_size
+    import torch
+
+    return torch.cuda.device_count() >= world_size
+
+
 def check_ranks_fit(device: str, world_size: int) -> None:
     """NCCL puts one GPU under each rank: a ValueError naming the count when the machine has fewer."""
     if device != "cuda":

@@ -20,7 +20,7 @@ import torch
 from parity.report.dataset import dataset_scenario
 from parity.report.isolation import ChildEnded, run_in_child, start_method
 from parity.report.model import VERDICT_ROW, Column, Options, ScenarioResult, verdict_column
-from parity.safety.bounds import CallTimedOut
+from parity.safety.bounds import CallTimedOut, call_bound
 from parity.targets import Target, builtin_targets
 
 # --- diffusion window ----------------------------------------------------------------------------
@@ -131,18 +131,20 @@ def _training_figures(comparisons: list, eval_loss: float | None) -> dict[str, A
 
 
 def distributed_scenario(targets: list[Target], options: Options, progress: Callable[[str], None]) -> ScenarioResult:
-    """The two-rank cases, each rank a real process (Gloo on CPU, NCCL on two GPUs)."""
+    """The two-rank cases, each rank a real process (Gloo on CPU, NCCL on two GPUs): every target's trainer in
+    one launch, so the processes' start and imports are paid once, bounded like any target call."""
     from parity.training.distributed import launch
 
-    verdicts = {}
-    for target in targets:
-        progress(f"distributed: {target.name} (two processes)")
-        with tempfile.TemporaryDirectory(prefix="parity-report-ddp-") as workdir:
-            path = f"{workdir}/verdicts.json"
-            arguments = ["--target", target.name, "--device", options.device, "--dtype", options.dtype, "--json", path]
-            launch("parity.training.ddp_cases", arguments, 2, timeout_s=600)
-            with open(path) as handle:
-                verdicts[target.name] = json.load(handle)["cases"]
+    progress(f"distributed: {', '.join(t.name for t in targets)} (two processes)")
+    with tempfile.TemporaryDirectory(prefix="parity-report-ddp-") as workdir:
+        path = f"{workdir}/verdicts.json"
+        arguments = ["--device", options.device, "--dtype", options.dtype, "--json", path,
+                     *(a for target in targets for a in ("--target", target.name))]
+        launch("parity.training.ddp_cases", arguments, 2, timeout_s=call_bound() or 600)
+        with open(path) as handle:
+            cases = json.load(handle)["cases"]
+    verdicts = {target.name: {key.rpartition(" ")[2]: v for key, v in cases.items()
+                              if len(targets) == 1 or key.rpartition(" ")[0] == target.name} for target in targets}
     return distributed_result(targets, verdicts, options)
 
 

@@ -246,8 +246,11 @@ REQUIRED = (
     + [{"total": "on a sample boundary", "epochs": "one", "add_extra_token": extra} for extra in (True, False)]
     + [{"total": end, **combination} for end in ENDS
        for combination in every_combination(SWITCHES, "split", "drop_last_partial_validation_sequence")]
-    + [{"total": end, "add_extra_token": extra, "pad": pad} for end in ENDS for extra in (True, False)
-       for pad in ("in the data", "out of vocabulary")]
+    # The stream's last sample, every way it can end: at the stream's end, one token short of its last label,
+    # one over; with the extra token or without; the pad in or out of the vocabulary; kept as a partial
+    # sample (valid) or dropped (docs/dataset.md, Corners).
+    + [{"total": end, "add_extra_token": extra, "pad": pad, "split": "valid", "drop_last_partial_validation_sequence": drop}
+       for end in ENDS for extra in (True, False) for pad in ("in the data", "out of vocabulary") for drop in (True, False)]
 )
 
 

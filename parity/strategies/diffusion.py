@@ -55,6 +55,22 @@ DRIFTING_RUN = WindowCase(
     dtype=torch.float32,
     frozen_head=False,
 )
+#: One microbatch of every row mix: all prompt and padded, all prompt and unpadded, an answer and padded, an
+#: answer and unpadded (data seed 0 realizes it; tests/quality/test_corner_bugs_are_caught.py checks), so that the EOS rule is applied
+#: per row beside rows that differ in both.
+ROW_MIX_WINDOW = WindowCase(
+    window_sizes=(1,),
+    rows_per_microbatch=4,
+    length=6,
+    batch_kinds=(("prompt-only", "prompt-only", "answer", "full"),),
+    with_labels=True,
+    with_attention_mask=True,
+    data_seed=0,
+    noise_seed=0,
+    eps=PUBLISHED_EPS,
+    dtype=torch.float32,
+    frozen_head=False,
+)
 #: A production-sized count: two microbatches of eight rows of 768 tokens, one window, masking more than
 #: 2048 tokens (float16's exact integers; bfloat16's end at 256), so that a count kept in a low-precision
 #: dtype is rounded (docs/trainer.md, Counts).

@@ -52,6 +52,12 @@ RANK_LOCAL_RUN = TrainerCase(
     window_size=3, eps=PUBLISHED_EPS, average_tokens_across_devices=False, eval_batch_size=1, examples_per_rank=6,
     train_batch_size=2, prompt_only_rows=(1, 4),
 )
+#: One microbatch of four rows holding every row mix (docs/trainer.md, The EOS rule): a row all prompt and
+#: the longest (no padding), one all prompt and padded, one with an answer and the longest, one with an
+#: answer and padded (data seed 8 realizes it; tests/quality/test_corner_bugs_are_caught.py checks). The EOS rule is
+#: per row: only the padding of a row with an answer is supervised as EOS.
+ROW_MIX_RUN = TrainerCase(examples_per_rank=4, window_size=1, train_batch_size=4, max_length=5, prompt_only_rows=(0, 1),
+                          data_seed=8, eval_batch_size=4)
 #: A production-sized count: one window of two microbatches of eight rows up to 1024 tokens, which masks
 #: 4847 tokens, above 2048 (float16's exact integers) and odd (so float16 rounds it): a count kept in a
 #: low-precision dtype shows only here (docs/trainer.md, Counts). The tiny model keeps it to seconds.

@@ -117,7 +117,8 @@ def verdict(case: TrainerCase, records: list[TrainerRecord]) -> dict:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m parity.training.ddp_cases", description=__doc__.splitlines()[0])
-    parser.add_argument("--target", default="impl", help="target whose trainer runs (default: impl)")
+    parser.add_argument("--target", action="append", default=[], metavar="NAME",
+                        help="repeatable: targets whose trainers run (default: impl; verdicts keyed 'NAME case' for several)")
     parser.add_argument(
         "--trainer", action="append", default=[], metavar="MODULE:CLASS",
         help="repeatable: run these trainer classes instead of the target's (verdicts keyed 'MODULE:CLASS case')",
@@ -141,7 +142,9 @@ def main(argv: list[str] | None = None) -> int:
             check_dtype_runs_on(args.dtype, args.device)
         except ValueError as error:
             parser.error(str(error))
-    trainers = {path: load_attribute(path) for path in args.trainer} or {args.target: get_target(args.target).load("trainer")}
+    trainers = {path: load_attribute(path) for path in args.trainer}
+    trainers |= {name: get_target(name).load("trainer") for name in args.target}
+    trainers = trainers or {"impl": get_target("impl").load("trainer")}
     runs = []  # (verdict key, trainer class, case)
     for label, trainer_class in trainers.items():
         cases = {name: DDP_CASES[name] for name in args.case or list(DDP_CASES)}

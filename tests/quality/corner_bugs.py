@@ -1,11 +1,15 @@
-"""Bugs confined to one class of case each, planted in copies of impl's trainers (docs/trainer.md; loaded
+"""Bugs confined to one class of case each, planted in copies of impl's trainers and dataset (docs/trainer.md; loaded
 by name as ``tests.quality.corner_bugs:NAME``). Each passes every case outside its class, so only a
 run that draws that class catches it:
 
 * ``RankLocalScaledLogitsTrainer``: the logits trainer's rank-local branch (counts not gathered over the
   ranks) still multiplies by the world size, as the gathered branch must: two ranks, rank-local counts;
+* ``PerMicrobatchEosLogitsTrainer``: the EOS rule applied per microbatch, not per row: a microbatch that
+  mixes rows with and without an answer, padded and not;
 * ``HalfPrecisionCountLogitsTrainer`` and ``HALF_PRECISION_COUNT_LOSS``: the window's masked count kept in
-  float16, as an autocast would cast it: exact up to 2048, so only a window that masks more shows it.
+  float16, as an autocast would cast it: exact up to 2048, so only a window that masks more shows it;
+* ``stream_end_dataset``: impl's dataset calling a sample that ends one token short of the stream's end
+  complete: only that end, with the extra token and an out-of-vocabulary pad, shows it.
 """
 
 from __future__ import annotations
@@ -16,7 +20,8 @@ import torch
 import torch.distributed as dist
 
 from impl.diffusion_loss import WindowedDiffusionLoss
-from impl.logits_trainer import LogitsDiffusionTrainer
+from impl.gpt_dataset import GPTDataset
+from impl.logits_trainer import IGNORE_INDEX, LogitsDiffusionTrainer
 
 
 class RankLocalScaledLogitsTrainer(LogitsDiffusionTrainer):
@@ -44,3 +49,40 @@ class HalfPrecisionCountLoss(WindowedDiffusionLoss):
 
 #: As a loss target's interface (``tests.quality.corner_bugs:HALF_PRECISION_COUNT_LOSS``).
 HALF_PRECISION_COUNT_LOSS = HalfPrecisionCountLoss()
+
+
+class PerMicrobatchEosLogitsTrainer(LogitsDiffusionTrainer):
+    """The EOS rule applied per microbatch instead of per row: a row with nothing to supervise gets EOS
+    targets on its padding whenever another row of its microbatch has an answer."""
+
+    def _maskable(self, batch):
+        ids, labels, attention = batch["input_ids"], batch.get("labels"), batch.get("attention_mask")
+        eos = self.model.config.eos_token_id
+        attended = torch.ones_like(ids, dtype=torch.bool) if attention is None else attention.bool()
+        targets = ids if labels is None else labels
+        maskable = attended if labels is None else attended & (labels != IGNORE_INDEX)
+        if attention is not None and eos is not None:
+            pad = ~attended
+            ids = ids.masked_fill(pad, eos)
+            if labels is not None:
+                pad_targets = pad & maskable.any()  # the whole microbatch, not each row
+                targets = targets.masked_fill(pad_targets, eos)
+                maskable = maskable | pad_targets
+        return ids, targets, maskable
+
+
+class StreamEndGPTDataset(GPTDataset):
+    """impl's dataset that calls a sample one token short of the stream's end complete: with an
+    out-of-vocabulary pad and the extra token, that sample's missing last label is never masked."""
+
+    def _sample_text(self, sample_id):
+        text, _ = super()._sample_text(sample_id)
+        start = sample_id * self._length
+        return text, min(start + self._length + self._extra, self._total_tokens) - start >= len(text) - 1
+
+
+def stream_end_dataset(documents, config):
+    """As a dataset target's factory (``tests.quality.corner_bugs:stream_end_dataset``)."""
+    from parity.dataset.impl import impl_config
+
+    return StreamEndGPTDataset(documents, impl_config(config))

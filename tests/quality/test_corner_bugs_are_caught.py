@@ -11,13 +11,21 @@ from __future__ import annotations
 import pytest
 
 from parity.compare import ParityFailure
-from parity.strategies.diffusion import LARGE_COUNT_WINDOW
-from parity.strategies.training import LARGE_COUNT_RUN
+from parity.strategies.dataset import realized_switches
+from parity.strategies.diffusion import LARGE_COUNT_WINDOW, ROW_MIX_WINDOW
+from parity.strategies.training import LARGE_COUNT_RUN, ROW_MIX_RUN
+from parity.table.checks.dataset import check_matches_oracle
 from parity.table.checks.diffusion import check_window_parity
 from parity.table.checks.training import check_training_run
 from parity.table.rows import PROPERTIES
 from parity.targets import get_target
-from tests.quality.corner_bugs import HALF_PRECISION_COUNT_LOSS, HalfPrecisionCountLogitsTrainer
+from parity.training.run import training_examples
+from tests.quality.corner_bugs import (
+    HALF_PRECISION_COUNT_LOSS,
+    HalfPrecisionCountLogitsTrainer,
+    PerMicrobatchEosLogitsTrainer,
+    stream_end_dataset,
+)
 
 pytestmark = pytest.mark.usefixtures("harness_self_check")
 
@@ -41,3 +49,63 @@ def test_a_trainer_whose_count_is_float16_is_caught_on_a_production_sized_window
     with pytest.raises(ParityFailure, match="the window's count is a float16 tensor holding 4848"):
         check_training_run(HalfPrecisionCountLogitsTrainer, LARGE_COUNT_RUN)
     check_training_run(get_target("logits").load("trainer"), LARGE_COUNT_RUN)
+
+
+def test_the_eos_rule_applied_per_microbatch_is_caught_where_rows_mix():
+    assert ROW_MIX_RUN in explicit("training/any-run-matches")
+    with pytest.raises(ParityFailure, match="not maskable under the EOS rule, first at row 1"):
+        check_training_run(PerMicrobatchEosLogitsTrainer, ROW_MIX_RUN)
+    check_training_run(get_target("logits").load("trainer"), ROW_MIX_RUN)
+
+
+def test_the_row_mix_cases_realize_every_mix_in_one_microbatch():
+    """All prompt or an answer, padded or not: the four in one microbatch, for the trainers and the loss."""
+    rows = training_examples(ROW_MIX_RUN)
+    lengths = [len(row["input_ids"]) for row in rows]
+    answered = [any(label != -100 for label in row["labels"]) for row in rows]
+    mixes = {(answer, length < max(lengths)) for answer, length in zip(answered, lengths, strict=True)}
+    assert mixes == {(False, False), (False, True), (True, False), (True, True)}
+    assert ROW_MIX_WINDOW in explicit("diffusion/window-parity")
+    (batch,) = ROW_MIX_WINDOW.windows[0]
+    padded = (batch["attention_mask"] == 0).any(dim=1).tolist()
+    answered = (batch["labels"] != -100).any(dim=1).tolist()
+    assert set(zip(answered, padded, strict=True)) == {(False, False), (False, True), (True, False), (True, True)}
+
+
+def test_a_sample_one_token_short_of_the_streams_end_called_complete_is_caught():
+    """Only the stream-end corners show it: the random search rarely ends a stream there."""
+    corners = explicit("dataset/matches-oracle")
+    failing = []
+    for case in corners:
+        try:
+            check_matches_oracle(stream_end_dataset, case)
+        except AssertionError:
+            failing.append(realized_switches(case))
+    assert failing and all(row["total"] == "one token short" and row["add_extra_token"] for row in failing), failing
+    assert all(row["pad"] == "out of vocabulary" for row in failing)
+
+
+REPORTED = [
+    ("trainer", "tests.quality.corner_bugs:RankLocalScaledLogitsTrainer", "distributed"),
+    ("trainer", "tests.quality.corner_bugs:PerMicrobatchEosLogitsTrainer", "properties"),
+    ("trainer", "tests.quality.corner_bugs:HalfPrecisionCountLogitsTrainer", "properties"),
+    ("loss", "tests.quality.corner_bugs:HALF_PRECISION_COUNT_LOSS", "properties"),
+    ("dataset", "tests.quality.corner_bugs:stream_end_dataset", "properties"),
+]
+
+
+@pytest.mark.long  # a report scenario per planted bug, the properties' every explicit example or a two-rank launch
+@pytest.mark.parametrize(("interface", "path", "scenario"), REPORTED, ids=[path.rpartition(":")[2] for _, path, _ in REPORTED])
+def test_the_report_flags_each_planted_corner_bug(interface, path, scenario):
+    """As a target of yours expected to pass, in the scenario that draws its class (the report runs the
+    two-rank scenario by default where two cores fit, and every explicit example in its properties scenario)."""
+    from parity.report.model import Options
+    from parity.report.scenarios import run_report
+    from parity.table.scenario import ALL_SCENARIOS
+    from parity.targets import Target
+
+    mine = Target(name="mine", description="a planted corner bug", expect="pass", **{interface: path})
+    options = Options(under_test=("mine",), ddp=True, examples=1)
+    (result,) = run_report([mine, get_target("impl")], options, [scenario], lambda line: None, ALL_SCENARIOS)
+    column = next(column for column in result.columns if column.name == "mine")
+    assert not column.as_expected and not column.holds, (column.figures, column.failures)
