@@ -211,12 +211,32 @@ def _unreplayable(forward: Forward, mask_token_id: int) -> Finding | None:
         return Finding("noise", f"{forward.name}: {int(outside.sum())} masked positions are not maskable under the EOS rule, "
                        f"first at row {row} position {position}")
     expected = torch.where(masked, mask_token_id, forward.model_ids)
+    padding_as_served = _padding_left_as_served(forward, expected)
+    if padding_as_served:
+        return Finding("input-contract", f"{forward.name}: {padding_as_served}")
     if not torch.equal(forward.observed.noisy_ids, expected):
         row, position = (forward.observed.noisy_ids != expected).nonzero()[0].tolist()
         return Finding("noise", f"{forward.name}: the unmasked ids the model received are not the batch under the EOS rule, "
                        f"first at row {row} position {position} ({int(forward.observed.noisy_ids[row, position])} received, "
                        f"{int(expected[row, position])} under the rule)")
     return None
+
+
+def _padding_left_as_served(forward: Forward, expected: torch.Tensor) -> str | None:
+    """Why the model received the padding as the collator served it instead of under the EOS rule (EOS
+    ids), when that is every difference; None otherwise. Nothing random differs there: it is the input."""
+    received, served = forward.observed.noisy_ids, forward.batch.get("input_ids")
+    attention = forward.batch.get("attention_mask")
+    if served is None or attention is None or served.shape != received.shape:
+        return None
+    differs = received != expected
+    padding = attention == 0
+    if not bool(differs.any()) or not bool((differs <= padding).all()) or not bool((received[differs] == served[differs]).all()):
+        return None
+    row, position = differs.nonzero()[0].tolist()
+    return (f"the model received {int(differs.sum())} padding positions as the collator served them (id "
+            f"{int(served[row, position])} at row {row} position {position}), not as EOS ({int(expected[row, position])}) "
+            "under the EOS rule: the trainer skipped the rule for this batch")
 
 
 def _prepare(

@@ -9,7 +9,9 @@ from dataclasses import replace
 
 import torch
 
+from impl.logits_trainer import LogitsDiffusionTrainer
 from parity.compare import KINDS, ParityFailure
+from parity.strategies.training import UPSTREAM_RUN
 from parity.training.input_contract import labels_shifted, received_differs, served_batch_differs
 from parity.training.run import pad_collate, run_trainer
 from parity.training.shipped import tiny_tokenizer
@@ -78,3 +80,23 @@ def test_an_input_contract_finding_in_evaluation_leaves_training_judged_and_its_
     assert not any(c.quantity in ("eval loss", "batch loss") for c in verdict.comparisons), "evaluation is not"
     assert verdict.diagnosis.startswith(f"this trainer computes {words('supervised, summed')}:"), verdict.diagnosis
     assert str(ParityFailure(verdict)).startswith(f"normalisation, input-contract: {verdict.diagnosis}\n"), "it leads"
+
+
+class EvaluationPaddingAsPad(LogitsDiffusionTrainer):
+    """Trains under the EOS rule, and evaluates with the padding left as the collator served it."""
+
+    def _maskable(self, batch):
+        if self.model.training:
+            return super()._maskable(batch)
+        ids, labels, attention = batch["input_ids"], batch["labels"], batch["attention_mask"]
+        return ids, labels, attention.bool() & (labels != -100)
+
+
+def test_padding_left_as_pad_in_evaluation_is_an_input_contract_finding_there_not_noise(tmp_path):
+    record = run_trainer(EvaluationPaddingAsPad, UPSTREAM_RUN, str(tmp_path))
+    kinds = {(finding.kind, finding.phase) for finding in record.findings}
+    assert kinds == {("input-contract", "evaluation")}, record.findings
+    assert "padding positions as the collator served them (id 0 at row 1" in record.findings[0].message
+    assert "not as EOS (11) under the EOS rule" in record.findings[0].message
+    verdict = trainer_verdict(UPSTREAM_RUN, [record])
+    assert verdict.failure_kinds == ["input-contract"] and record.judged("train")  # training is still judged, and holds
