@@ -1,0 +1,48 @@
+"""Trainers from the public descriptions of MDLM, LLaDA's SFT objective and Dream, registered through
+``ShippedTrainer`` as a user would (tests/training/research_objectives.py), each told the terms it departs
+in and the nearest whole objective (parity.training.objectives, docs/trainer.md, Reading a verdict on a
+research trainer)."""
+
+from __future__ import annotations
+
+import pytest
+
+from parity.strategies.training import RANK_LOCAL_RUN
+from parity.training.run import run_trainer
+from parity.training.verdict import trainer_verdict
+from tests.training.research_objectives import RESEARCH_OBJECTIVES
+
+
+def verdict_of(name: str, tmp_path, case=RANK_LOCAL_RUN):
+    record = run_trainer(RESEARCH_OBJECTIVES[name], case, str(tmp_path))
+    return trainer_verdict(case, [record])
+
+
+def test_an_mdlm_style_trainer_gets_both_terms_and_its_nearest_objective_with_the_residual(tmp_path):
+    verdict = verdict_of("mdlm", tmp_path)
+    assert verdict.failure_kinds == ["normalisation"]
+    said = verdict.diagnosis
+    assert said.startswith("this trainer departs from the published objective in 2 terms: the normalisation: "
+                           "mean_g(S_g / M_g with M_g the supervised tokens (labels != -100) of microbatch g)")
+    assert "the weights: 1/(t + 1.0e-06) instead of 1/p, t = (p - eps)/(1 - eps)" in said
+    assert "Nearest: supervised, averaged; weights 1/(t + 1.0e-06) (residual after both" in said
+    assert "matches none" not in said and "it matches the logged losses and gradients of every step within budget" in said
+
+
+def test_llada_sft_gets_its_per_row_normalisation_named_and_its_weights_left_alone(tmp_path):
+    said = verdict_of("llada-sft", tmp_path).diagnosis
+    assert said.startswith("this trainer departs from the published objective in 1 term: the normalisation: mean over "
+                           "the rows of S_row / A_row, A_row the row's answer (supervised) tokens")
+    assert "Nearest: answer length per row, averaged; weights 1/p (residual after it" in said and "the weights:" not in said
+
+
+def test_dream_gets_its_prepended_bos_as_an_input_contract_finding(tmp_path):
+    verdict = verdict_of("dream", tmp_path)
+    assert verdict.failure_kinds == ["input-contract"]
+    assert "1 token (id 1 in row 0) prepended to every row" in verdict.describe(1)
+
+
+@pytest.mark.parametrize("name", sorted(RESEARCH_OBJECTIVES))
+def test_each_ships_with_its_own_arguments_class(name):
+    shipped = RESEARCH_OBJECTIVES[name]
+    assert shipped.arguments.__name__.endswith("Arguments") and shipped.eps_argument
