@@ -21,6 +21,7 @@ by a ``conftest.py`` beside the file for that run only).
 from __future__ import annotations
 
 import dataclasses
+import os
 import platform
 import shlex
 import subprocess
@@ -460,8 +461,10 @@ def _failure_line(result: subprocess.CompletedProcess) -> str:
 
 
 def write_reproducers(target: Target, out: Path, properties: list[str] | None = None, max_examples: int = 200,
-                      say=print) -> list[Reproducer]:
-    """Hunt each applicable property on ``target``; for each that fails, write, check and keep a reproducer."""
+                      say=print, kept: dict[str, dict] | None = None) -> list[Reproducer]:
+    """Hunt each applicable property on ``target``; for each that fails, write, check and keep a reproducer.
+    ``kept``: property -> failing arguments a pytest run kept (:func:`remembered_failures`), written up
+    without hunting; the properties it does not name are left alone."""
     from parity.table.rows import PROPERTIES
 
     out.mkdir(parents=True, exist_ok=True)
@@ -472,14 +475,21 @@ def write_reproducers(target: Target, out: Path, properties: list[str] | None = 
         writer = writer_for(prop)
         if writer is None or not prop.applies_to(target) or "cuda" == prop.devices[0]:
             continue
-        say(f"{prop.name}: hunting")
-        found = prop.hunt(hunted_subject(target, prop), max_examples=max_examples, target=target)
-        if not found.found:
-            say(f"{prop.name}: holds, nothing to write" if not found.crash else f"{prop.name}: crashed ({found.crash})")
-            continue
+        if kept is not None:
+            if prop.name not in kept:
+                continue
+            failing = kept[prop.name]
+            say(f"{prop.name}: the last pytest run's failing example")
+        else:
+            say(f"{prop.name}: hunting")
+            found = prop.hunt(hunted_subject(target, prop), max_examples=max_examples, target=target)
+            if not found.found:
+                say(f"{prop.name}: holds, nothing to write" if not found.crash else f"{prop.name}: crashed ({found.crash})")
+                continue
+            failing = found.failing_args[0]
         command = shlex.join(["python", "-m", "parity", "repro", "--target", target.name, "--property", prop.name,
                               "--out", str(out)])
-        text = writer(prop, target, found.failing_args[0], command)
+        text = writer(prop, target, failing, command)
         if text is None:
             say(f"{prop.name}: fails, but not as one sample a file can show; run the suite for its report")
             continue
@@ -489,7 +499,7 @@ def write_reproducers(target: Target, out: Path, properties: list[str] | None = 
         companion = fixed_companion(target)
         passes = None
         if companion is not None:  # the same file building the fix (megatron's: patched in beside it, for this run)
-            fixed_text = text if target.name in MEGATRON else writer(prop, target, found.failing_args[0], command, companion)
+            fixed_text = text if target.name in MEGATRON else writer(prop, target, failing, command, companion)
             with tempfile.TemporaryDirectory(prefix="parity-repro-fixed-") as folder:
                 fixed_path = Path(folder) / path.name
                 fixed_path.write_text(fixed_text)
@@ -506,6 +516,47 @@ def write_reproducers(target: Target, out: Path, properties: list[str] | None = 
     return written
 
 
+# --- after a failing pytest run: the failing examples it kept ----------------------------------------
+
+
+#: Where a pytest run keeps each property's last failing arguments, inside its cache folder (``.pytest_cache``).
+FAILURES = "parity-failures"
+
+
+def _failure_file(folder: Path, target: str, prop: str) -> Path:
+    return folder / _slug(target.replace(":", "_")) / f"{_slug(prop)}.pickle"
+
+
+def remember_failure(config, target: Target, prop, arguments: dict) -> None:
+    """Keep ``arguments`` (a failing example of ``prop`` on ``target``) in the run's cache folder; Hypothesis replays
+    the shrunk example last, so that is what stays. Nothing is kept where the cache plugin is off."""
+    import pickle
+
+    cache = getattr(config, "cache", None)
+    if cache is None:
+        return
+    path = _failure_file(Path(cache.mkdir(FAILURES)), target.name, prop.name)
+    try:
+        data = pickle.dumps(arguments)
+    except Exception:  # noqa: BLE001 - an example that does not pickle is not kept; the run's report stands
+        return
+    path.parent.mkdir(parents=True, exist_ok=True)
+    temporary = path.with_suffix(f".{os.getpid()}.tmp")
+    temporary.write_bytes(data)
+    temporary.replace(path)
+
+
+def remembered_failures(cache_dir: Path, target: Target) -> dict[str, dict]:
+    """property -> the last failing arguments a pytest run kept for ``target`` under ``cache_dir``."""
+    import pickle
+
+    folder = cache_dir / "d" / FAILURES / _slug(target.name.replace(":", "_"))
+    from parity.table.rows import PROPERTIES
+
+    names = {f"{_slug(prop.name)}.pickle": prop.name for prop in PROPERTIES}
+    return {names[path.name]: pickle.loads(path.read_bytes()) for path in sorted(folder.glob("*.pickle")) if path.name in names}
+
+
 def add_repro_arguments(parser) -> None:
     parser.add_argument("--target", required=True, metavar="NAME", help="the target whose failures to write up")
     parser.add_argument("--property", action="append", default=[], metavar="NAME",
@@ -513,6 +564,9 @@ def add_repro_arguments(parser) -> None:
     parser.add_argument("--out", required=True, metavar="DIR", help="the folder the reproducers are written into")
     parser.add_argument("--examples", type=int, default=200, metavar="N",
                         help="examples each property's hunt may draw (default: 200)")
+    parser.add_argument("--from-last-run", nargs="?", const=".pytest_cache", metavar="CACHE_DIR",
+                        help="write up the failing examples a pytest run kept (in its cache folder, default .pytest_cache) "
+                        "instead of hunting again")
 
 
 def repro_main(parser, args, say) -> int:
@@ -534,7 +588,14 @@ def repro_main(parser, args, say) -> int:
             raise ValueError(f"--out {args.out!r} is a file, not a folder")
     except (ValueError, UnknownTargetError, TargetLoadError) as error:
         parser.error(str(error))
-    kept = [r for r in write_reproducers(target, out, args.property or None, args.examples, say) if r.kept]
+    last_run = None
+    if args.from_last_run is not None:
+        last_run = remembered_failures(Path(args.from_last_run), target)
+        if not last_run:
+            print(f"{parser.prog}: no failing example of {target.name} kept under {args.from_last_run} (run pytest "
+                  f"--parity-target {target.name} first, with the cache plugin on)")
+            return 1
+    kept = [r for r in write_reproducers(target, out, args.property or None, args.examples, say, last_run) if r.kept]
     for reproducer in kept:
         print(f"{reproducer.path}  ({'standalone' if reproducer.standalone else 'the harness public API'}): "
               f"{reproducer.message[:200]}")

@@ -14,6 +14,7 @@ import pytest
 from hypothesis import example, given
 
 from parity.devices import make_deterministic
+from parity.fleet.repro import remember_failure
 from parity.pytest_plugin import device_params
 from parity.safety.bounds import hang_scope
 from parity.table.record import Property
@@ -34,9 +35,9 @@ def shrink_budget() -> ShrinkBudget:
 def property_test(prop: Property):
     strategies = prop.strategies()
 
-    fixtures = ("target", "device", *(("shrink_budget",) if prop.shrink_runs is not None else ()))
+    fixtures = ("target", "device", "pytestconfig", *(("shrink_budget",) if prop.shrink_runs is not None else ()))
 
-    def test(target, device, shrink_budget: ShrinkBudget | None = None, **arguments):
+    def test(target, device, pytestconfig, shrink_budget: ShrinkBudget | None = None, **arguments):
         if not prop.applies_to(target):
             pytest.skip(prop.why_not(target))
         subject = target.load(prop.interface)
@@ -46,7 +47,12 @@ def property_test(prop: Property):
             with hang_scope(f"{target.name}: {prop.interface}"):  # a hang of this interface is paid once
                 return prop.run(subject, arguments, device, target)
 
-        notes = run() if shrink_budget is None else shrink_budget.run(sorted(arguments.items()), run, prop.shrink_runs)
+        try:
+            notes = run() if shrink_budget is None else shrink_budget.run(sorted(arguments.items()), run, prop.shrink_runs)
+        except AssertionError:
+            # Hypothesis replays the shrunk example last: what stays is what `python -m parity repro --from-last-run` writes up.
+            remember_failure(pytestconfig, target, prop, arguments)
+            raise
         for note in notes:
             warnings.warn(ParityNote(f"{target.name}: {prop.name}: {note}"), stacklevel=1)
 

@@ -24,7 +24,6 @@ from parity.budget import Comparison
 from parity.cases import TrainerCase
 from parity.training.window_cases import tiny_model
 
-
 #: The tiny model's EOS id, which the EOS rule pads with.
 TINY_EOS = TINY_CONFIG["eos_token_id"]
 

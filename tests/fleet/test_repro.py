@@ -12,6 +12,7 @@ from __future__ import annotations
 import ast
 import shutil
 import subprocess
+import sys
 import venv
 from pathlib import Path
 
@@ -144,3 +145,24 @@ def test_the_reports_megatron_column_names_its_upstream_defects_and_the_command(
     assert "the index cache key" in said and "the loss-mask cache" in said
     assert said.endswith("python -m parity repro --target megatron-core --out DIR writes each up")
     assert UPSTREAM_ROW not in columns["megatron-core:fixed"].figures
+
+
+def test_after_a_failing_pytest_run_its_kept_examples_are_written_up_without_hunting(tmp_path, capsys):
+    """The suite keeps each property's shrunk failing example in the run's cache folder; ``--from-last-run``
+    writes them up."""
+    run = subprocess.run(
+        [sys.executable, "-m", "pytest", "-q", "-n", "0", "--parity-target", "known-bug:cache-alias",
+         "-o", f"cache_dir={tmp_path / 'cache'}", "-k", "test_dataset__matches_oracle", "--pyargs", "parity.suite"],
+        cwd=tmp_path, capture_output=True, text=True, timeout=600,
+    )
+    assert run.returncode == 1, run.stdout[-2000:]
+    assert main(["repro", "--target", "known-bug:cache-alias", "--from-last-run", str(tmp_path / "cache"),
+                 "--out", str(tmp_path / "out")]) == 0
+    out = capsys.readouterr().out
+    assert "test_known_bug_cache_alias__dataset__matches_oracle.py  (standalone): AssertionError: dataset[" in out
+    assert [path.name for path in (tmp_path / "out").iterdir()] == ["test_known_bug_cache_alias__dataset__matches_oracle.py"]
+
+
+def test_without_a_kept_example_from_last_run_says_so(tmp_path, capsys):
+    assert main(["repro", "--target", "impl", "--from-last-run", str(tmp_path), "--out", str(tmp_path / "out")]) == 1
+    assert "no failing example of impl kept under" in capsys.readouterr().out

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import importlib
 import sys
+import types
 
 import pytest
 from hypothesis import strategies as st
@@ -68,14 +69,19 @@ def with_throwaway(monkeypatch):
     return importlib.import_module("parity.suite.test_properties")
 
 
-def test_the_entry_becomes_a_pytest_test_of_the_suite(with_throwaway):
+def test_the_entry_becomes_a_pytest_test_of_the_suite(with_throwaway, tmp_path):
     test = getattr(with_throwaway, THROWAWAY.test_name)
     assert test.__doc__ == "Doubling gives an even number."
+    cache = types.SimpleNamespace(mkdir=lambda name: tmp_path / name)  # the run's cache folder, as pytest's cache plugin gives it
+    config = types.SimpleNamespace(cache=cache)
     with pytest.warns(ParityNote, match="throwaway:good: harness/throwaway-doubling-is-even: .* is a multiple of seven"):
-        test(target=GOOD, device="cpu")  # notes are warnings beside a passing test
+        test(target=GOOD, device="cpu", pytestconfig=config)  # notes are warnings beside a passing test
+    assert not (tmp_path / "parity-failures").exists()
     with pytest.raises(ParityFailure, match="is odd") as failure:
-        test(target=BUG, device="cpu")
+        test(target=BUG, device="cpu", pytestconfig=config)
     assert failure.value.verdict.failure_kinds == ["mismatch"]  # the record's kind names a plain assertion
+    (kept,) = (tmp_path / "parity-failures").rglob("*.pickle")  # the failing example, for python -m parity repro
+    assert kept.parent.name == "throwaway_bug"
 
 
 def test_the_entry_is_a_known_bug_check(with_throwaway):
