@@ -87,6 +87,18 @@ def alternatives(case: TrainerCase, world: int) -> list[Objective]:
     return known
 
 
+def replay_model(case: TrainerCase):
+    """The run's tiny model in float64 on the CPU, to replay its steps on (:func:`load_weights` before each)."""
+    return tiny_model(case.model_seed, case.weights_dtype).to("cpu", torch.float64)
+
+
+def load_weights(model, weights: dict) -> None:
+    """``model`` at the trainer's ``weights`` (a step's starting point), in float64."""
+    with torch.no_grad():
+        for name, parameter in model.named_parameters():
+            parameter.copy_(weights[name].to(torch.float64))
+
+
 def step_budgets(comparisons: Sequence[Comparison]) -> dict[tuple[int, str, str | None], Comparison]:
     """Rank 0's (or the single rank's) step comparisons, by (step, quantity, tensor)."""
     return {(c.step, c.quantity, c.tensor): c for c in comparisons if c.step is not None and c.rank in (None, 0)
@@ -154,13 +166,12 @@ def _row_sums(case: TrainerCase, windows, before) -> list[list[list[Row]]]:
     """Per step, per microbatch (rank by rank), per row: its summed masked cross-entropy and its p, in float64
     on the trainer's weights before the step. The model divides by p_mask; an infinite p_mask leaves a row
     out, so one forward per row gives its sum."""
-    model = tiny_model(case.model_seed, case.weights_dtype).to("cpu", torch.float64)
+    model = replay_model(case)
     eos = model.config.eos_token_id
     steps = []
     for ranks, weights in zip(windows, before, strict=True):
+        load_weights(model, weights)
         with torch.no_grad():
-            for name, parameter in model.named_parameters():
-                parameter.copy_(weights[name].to(torch.float64))
             step = []
             for rank in ranks:
                 for draw in rank:
@@ -232,7 +243,7 @@ def nearest_objective(case: TrainerCase, records: Sequence, comparisons: Sequenc
     before = [initial, *(s.params for s in first.steps[:-1])]
     windows = [[record.train_draws[k] for record in records] for k in range(len(first.steps))]
     rows = _row_sums(case, windows, before)
-    microbatches = _replayed_microbatches(windows)
+    microbatches = replayed_microbatches(windows)
     budgets = step_budgets(comparisons)
     logged = [float(step.loss) for step in first.steps]
     best = None
@@ -248,8 +259,8 @@ def nearest_objective(case: TrainerCase, records: Sequence, comparisons: Sequenc
     return best
 
 
-def _replayed_microbatches(windows) -> list[list[Microbatch]]:
-    """Per step, what each microbatch's coefficient may depend on (as :func:`_replayed_steps` gathers it)."""
+def replayed_microbatches(windows) -> list[list[Microbatch]]:
+    """Per step, what each microbatch's coefficient may depend on, rank by rank."""
     steps = []
     for ranks in windows:
         all_masked = sum(int(d.masked_indices.sum()) for rank in ranks for d in rank)

@@ -19,7 +19,6 @@ from dataclasses import dataclass
 
 import torch
 
-from oracle.nemotron_diffusion import IGNORE_INDEX
 from oracle.window_reference import Draw, microbatch_sum
 from parity.budget import Comparison
 from parity.cases import TrainerCase
@@ -29,8 +28,11 @@ from parity.training.objective_terms import (
     Objective,
     alternatives,
     divided_by,
+    load_weights,
     nearest_objective,
     published,
+    replay_model,
+    replayed_microbatches,
     step_budgets,
 )
 from parity.training.window_cases import tiny_model
@@ -57,30 +59,19 @@ def _replayed_steps(case: TrainerCase, windows: Sequence[Sequence[Sequence[Draw]
     ``divide_by``: what each masked token's loss is divided by instead of its ``p`` (a pair of terms')."""
     if divide_by is not None:
         windows = [[[Draw(d.batch, d.masked_indices, divide_by(d)) for d in rank] for rank in ranks] for ranks in windows]
-    model = tiny_model(case.model_seed, case.weights_dtype).to("cpu", torch.float64)
+    model = replay_model(case)
     eos = model.config.eos_token_id
     steps = []
-    for ranks, weights in zip(windows, before, strict=True):
-        with torch.no_grad():
-            for name, p in model.named_parameters():
-                p.copy_(weights[name].to(torch.float64))
-        all_masked = sum(int(d.masked_indices.sum()) for rank in ranks for d in rank)
-        step = _Step([], [], [])
-        for rank in ranks:
-            rank_masked = sum(int(d.masked_indices.sum()) for d in rank)
-            for draw in rank:
-                model.zero_grad(set_to_none=True)
-                total, masked = microbatch_sum(model, draw, eos)
-                total.backward()
-                labels = draw.batch.get("labels")
-                ids = draw.batch["input_ids"]
-                supervised = int((labels != IGNORE_INDEX).sum()) if labels is not None else ids.numel()
-                step.microbatches.append(
-                    Microbatch(masked, supervised, ids.numel(), ids.shape[0], len(rank), rank_masked, all_masked, len(ranks))
-                )
-                step.sums.append(total.detach())
-                step.grads.append({n: torch.zeros_like(p) if p.grad is None else p.grad.detach().clone()
-                                   for n, p in model.named_parameters()})
+    for ranks, weights, microbatches in zip(windows, before, replayed_microbatches(windows), strict=True):
+        load_weights(model, weights)
+        step = _Step(microbatches, [], [])
+        for draw in (draw for rank in ranks for draw in rank):
+            model.zero_grad(set_to_none=True)
+            total, _ = microbatch_sum(model, draw, eos)
+            total.backward()
+            step.sums.append(total.detach())
+            step.grads.append({n: torch.zeros_like(p) if p.grad is None else p.grad.detach().clone()
+                               for n, p in model.named_parameters()})
         steps.append(step)
     return steps
 
