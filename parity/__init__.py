@@ -1,7 +1,7 @@
 """The harness, in floors by role (docs/design.md, Layout; tests/harness/test_layers.py).
 
 At the top level only the base every wing stands on (``cases``, ``dataset_config``, ``targets``,
-``devices``; ``budget``, ``compare``) and the entry points (``__main__``, ``pytest_plugin``, and the
+``contracts``, ``devices``; ``budget``, ``compare``) and the entry points (``__main__``, ``pytest_plugin``, and the
 former module names ``ddp_cases`` and ``ddp_selfcheck`` that torchrun command lines use). Below the
 base the ``safety`` floor; above it ``strategies``, the ``dataset`` and ``training`` wings, the
 ``report``, the property ``table``, the ``fleet``, and the installed ``suite``.

@@ -25,6 +25,7 @@ from parity.safety.threads import freeze_heap, wait_passively
 
 wait_passively()  # before parity.devices imports torch
 
+from parity.contracts import checked_interface  # noqa: E402
 from parity.devices import (  # noqa: E402
     DEVICES,
     TRAINER_DTYPES,
@@ -39,7 +40,6 @@ from parity.safety.usage import check_at_least, check_distinct_outputs, check_ou
 from parity.targets import (  # noqa: E402
     TargetLoadError,
     UnknownTargetError,
-    checked_interface,
     default_targets,
     get_target,
     listed_targets,
@@ -144,7 +144,7 @@ def report(parser: argparse.ArgumentParser, args: argparse.Namespace) -> int:
             selected = get_target(name)
             check_supported(selected.requires)
             extra += [selected, *([get_target(selected.companion)] if selected.companion else [])]
-        from parity.targets import preflight
+        from parity.contracts import preflight
 
         for target in dict.fromkeys(extra):
             preflight(target, args.seed)

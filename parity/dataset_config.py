@@ -86,7 +86,7 @@ def upstream_documents(seed: int) -> list:
 def upstream_config() -> GPTDatasetConfig:
     """Upstream's case: a valid split that keeps its last, padded sample (sequence length 32). The report's
     ``dataset-cache`` scenario serves it, and a selected target's factory is first called on it
-    (:func:`parity.targets.preflight`)."""
+    (:func:`parity.contracts.preflight`)."""
     return GPTDatasetConfig(
         sequence_length=32, vocab_size=64, eod_id=0, split="valid", drop_last_partial_validation_sequence=False
     )

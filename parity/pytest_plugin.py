@@ -153,7 +153,7 @@ def pytest_configure(config: pytest.Config) -> None:
         for name in ("transformers", config.parity_target.requires):  # refused before any work (docs/install.md)
             check_supported(name)
         if config.parity_target.name not in builtin_targets() and not hasattr(config, "workerinput"):
-            from parity.targets import preflight  # a target of yours, held to its interfaces once, before any test
+            from parity.contracts import preflight  # a target of yours, held to its interfaces once, before any test
 
             preflight(config.parity_target)
     except (UnknownTargetError, UnsupportedRelease, UsageError) as error:

@@ -18,11 +18,12 @@ from torch.utils.data import DataLoader, default_collate
 
 from oracle.gpt_dataset import OracleGPTDataset
 from parity.cases import DatasetCase
+from parity.contracts import checked_dataset
 from parity.dataset.compare import Hazard, aliasing_hazards, assert_samples_equal, last_sample_position, refuses_writes
 from parity.dataset.files import written
 from parity.safety.crash import call_target
 from parity.safety.parent_death import dataloader_workers_die_with_this_process
-from parity.targets import ConfigDeclined, checked_dataset
+from parity.targets import ConfigDeclined
 
 #: The index arrays every dataset target has, and the one only some have (held to the oracle too).
 INDEX_ARRAYS = ("document_index", "shuffle_index")
