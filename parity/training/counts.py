@@ -27,8 +27,10 @@ def scalar_tensor(count) -> torch.Tensor | None:
 
 
 def count_problem(count, where: str, realized: int | None = None) -> str | None:
-    """Why ``count`` (a window's count as the target keeps it) cannot be the window's count exactly, or None:
-    a floating tensor above its dtype's exact-integer bound, or one that is not the ``realized`` count."""
+    """Why ``count`` (a window's count as the target keeps it) cannot hold the window's count exactly, or None: a
+    floating tensor above its dtype's exact-integer bound. ``realized`` is named beside it. Which value a target
+    keeps (its window's count, or that times the world size, or another count of its objective) is not judged
+    here: the losses judge the objective, so a correct target that keeps another scalar is no finding."""
     count = scalar_tensor(count)
     if count is None:
         return None
@@ -39,6 +41,4 @@ def count_problem(count, where: str, realized: int | None = None) -> str | None:
         name = str(count.dtype).removeprefix("torch.")
         return (f"{where}: the window's count is a {name} tensor holding {value:g}{realized_text}; {name} holds every "
                 f"integer only up to {bound}, so a count above it is rounded (keep it in int64 or float32)")
-    if realized is not None and value != realized:
-        return f"{where}: the window's count is {value:g}, but the window masked {realized}"
     return None

@@ -128,7 +128,7 @@ class ParityRun:
         return compare_steps(self.out, self.refs, self.golden, self.precision)
 
     def findings(self) -> list[Finding]:
-        """A window's count the target keeps in a dtype that cannot hold it (``parity.training.counts``)."""
+        """A window's count the target keeps in a dtype that cannot hold it exactly (``parity.training.counts``)."""
         found = []
         for step, (count, window) in enumerate(zip(self.counts, self.draws, strict=False)):
             realized = sum(int(draw.masked_indices.sum()) for draw in window)

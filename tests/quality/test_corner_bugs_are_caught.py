@@ -8,8 +8,12 @@ default run catches the bug; and that a correct target passes the same example.
 
 from __future__ import annotations
 
-import pytest
+from dataclasses import replace
 
+import pytest
+import torch
+
+from impl.diffusion_loss import WindowedDiffusionLoss
 from parity.compare import ParityFailure
 from parity.strategies.dataset import realized_switches
 from parity.strategies.diffusion import LARGE_COUNT_WINDOW, ROW_MIX_WINDOW
@@ -109,3 +113,15 @@ def test_the_report_flags_each_planted_corner_bug(interface, path, scenario):
     (result,) = run_report([mine, get_target("impl")], options, [scenario], lambda line: None, ALL_SCENARIOS)
     column = next(column for column in result.columns if column.name == "mine")
     assert not column.as_expected and not column.holds, (column.figures, column.failures)
+
+
+class _DoubledCountLoss(WindowedDiffusionLoss):
+    """A correct loss that keeps twice the window's count and scales its sums by two: only its dtype is judged."""
+
+    def window_count(self, window, **kwargs):
+        count = super().window_count(window, **kwargs)
+        return replace(count, num_items=count.num_items.to(torch.float32) * 2, loss_scale=count.loss_scale * 2)
+
+
+def test_a_correct_loss_keeping_another_scalar_count_is_no_finding():
+    check_window_parity(_DoubledCountLoss(), LARGE_COUNT_WINDOW)
