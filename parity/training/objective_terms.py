@@ -227,18 +227,54 @@ class Nearest:
     residual: float  # the |logged - predicted| of the step where it is largest against the budget
     budget: float  # the loss budget at that step
 
+    def badness(self) -> float:
+        """How far it lies from the logged losses, in loss budgets."""
+        return self.residual / max(self.budget, 1e-300)
+
+    @property
+    def departing_terms(self) -> int:
+        return (self.normalisation.name != "published") + (not self.published_weights)
+
     @property
     def published_weights(self) -> bool:
         return self.weighting is WEIGHTINGS[0] and self.delta == 0.0
 
 
-def nearest_objective(case: TrainerCase, records: Sequence, comparisons: Sequence[Comparison], eps: float) -> Nearest | None:
+#: A grid step of :data:`DELTAS`, as a factor; the golden section searches one on either side of the best grid point.
+GRID_STEP = 10.0 ** 0.25
+GOLDEN = (5**0.5 - 1) / 2
+
+
+def _refined(fit: Callable[[float], Nearest], delta: float, iterations: int = 40) -> Nearest:
+    """The delta nearest the logged losses between ``delta``'s grid neighbours (the residual is unimodal there for
+    the weightings' smooth families), on a log scale; the grid point itself where nothing there is nearer."""
+    import math
+
+    low, high = math.log(delta / GRID_STEP), math.log(delta * GRID_STEP)
+    best = fit(delta)
+    a, b = high - GOLDEN * (high - low), low + GOLDEN * (high - low)
+    fa, fb = fit(math.exp(a)), fit(math.exp(b))
+    for _ in range(iterations):
+        if fa.badness() < fb.badness():
+            high, b, fb = b, a, fa
+            a = high - GOLDEN * (high - low)
+            fa = fit(math.exp(a))
+        else:
+            low, a, fa = a, b, fb
+            b = low + GOLDEN * (high - low)
+            fb = fit(math.exp(b))
+    return min((best, fa, fb), key=Nearest.badness)
+
+
+def nearest_objectives(case: TrainerCase, records: Sequence, comparisons: Sequence[Comparison], eps: float) -> list[Nearest]:
     """Every normalisation (the published one, the known alternatives, the per-row ones) under every weighting, a
-    delta fitted to the logged losses where the weighting has one; the pair whose losses lie nearest, or None
-    without steps."""
+    delta fitted to the logged losses where the weighting has one: the pairs, the simplest explanation first.
+    Those within the loss budget come first, and among them the fewest departing terms (a fitted delta can
+    match a few steps' losses alone and still miss the gradients, where a pair without one already fits);
+    then by how far they lie. Empty without steps."""
     first = records[0]
     if not first.steps:
-        return None
+        return []
     initial = {n: p.detach() for n, p in tiny_model(case.model_seed, case.weights_dtype).named_parameters()}
     before = [initial, *(s.params for s in first.steps[:-1])]
     windows = [[record.train_draws[k] for record in records] for k in range(len(first.steps))]
@@ -246,17 +282,23 @@ def nearest_objective(case: TrainerCase, records: Sequence, comparisons: Sequenc
     microbatches = replayed_microbatches(windows)
     budgets = step_budgets(comparisons)
     logged = [float(step.loss) for step in first.steps]
-    best = None
+    found = []
     for normalisation in [published(case), *alternatives(case, len(records)), *row_objectives()]:
         coefficients = [[normalisation.coefficient(m) for m in step] for step in microbatches]
+
+        def fit(weighting: Weighting, delta: float, normalisation=normalisation, coefficients=coefficients) -> Nearest:
+            errors = [(abs(logged[k] - _predicted(rows[k], coefficients[k], normalisation, weighting, eps, delta)),
+                       budgets[(k, "loss", None)].budget) for k in range(len(logged))]
+            residual, budget = max(errors, key=lambda e: e[0] / max(e[1], 1e-300))
+            return Nearest(normalisation, weighting, delta, residual, budget)
+
         for weighting in WEIGHTINGS:
-            for delta in DELTAS if weighting.fitted else (0.0,):
-                errors = [(abs(logged[k] - _predicted(rows[k], coefficients[k], normalisation, weighting, eps, delta)),
-                           budgets[(k, "loss", None)].budget) for k in range(len(logged))]
-                residual, budget = max(errors, key=lambda e: e[0] / max(e[1], 1e-300))
-                if best is None or residual / max(budget, 1e-300) < best.residual / max(best.budget, 1e-300):
-                    best = Nearest(normalisation, weighting, delta, residual, budget)
-    return best
+            candidates = [fit(weighting, delta) for delta in (DELTAS if weighting.fitted else (0.0,))]
+            nearest = min(candidates, key=Nearest.badness)
+            if weighting.fitted and nearest.delta > 0:  # between the grid's neighbours, by golden section on log delta
+                nearest = _refined(lambda delta, w=weighting: fit(w, delta), nearest.delta)
+            found.append(nearest)
+    return sorted(found, key=lambda n: (n.badness() > 1, n.departing_terms, n.badness()))
 
 
 def replayed_microbatches(windows) -> list[list[Microbatch]]:

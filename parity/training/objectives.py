@@ -29,7 +29,7 @@ from parity.training.objective_terms import (
     alternatives,
     divided_by,
     load_weights,
-    nearest_objective,
+    nearest_objectives,
     published,
     replay_model,
     replayed_microbatches,
@@ -151,26 +151,33 @@ def name_objective(case: TrainerCase, records: Sequence, comparisons: Sequence[C
     )
 
 
-#: How far from the logged losses the nearest objective may lie, relative to their size, to be named as nearest.
+#: How far from the logged losses the nearest objective may lie, relative to their size, to be named as nearest
+#: (a threshold for naming, not a verdict: the verdict is the budgets').
 NEAREST_WITHIN = 0.05
+#: How many of the simplest pairs that fit the losses have their gradients replayed.
+VERIFIED = 3
 
 
 def _by_terms(case, records, comparisons, windows, before, budgets, skipped) -> str | None:
     """The diagnosis by terms (docs/trainer.md, Reading a verdict on a research trainer): the normalisation and the
     weights, each judged on its own, and the nearest whole objective with its residual; None when nothing lies near."""
     first, eps = records[0], records[0].eps
-    nearest = nearest_objective(case, records, comparisons, eps)
-    if nearest is None:
-        return None
     loss_size = max(abs(float(step.loss)) for step in first.steps) or 1.0
-    if nearest.residual > NEAREST_WITHIN * loss_size:
+    near = [n for n in nearest_objectives(case, records, comparisons, eps) if n.residual <= NEAREST_WITHIN * loss_size]
+    if not near:
         return None
+
+    def follows(candidate) -> bool:
+        published_pair = candidate.published_weights and not candidate.normalisation.per_row
+        replayed = _replayed_steps(case, windows, before, None if published_pair else
+                                   divided_by(candidate.normalisation, candidate.weighting, eps, candidate.delta, TINY_EOS))
+        return all(_matches(first.steps[k], step.combine(candidate.normalisation), budgets, k, skipped[k])
+                   for k, step in enumerate(replayed))
+
+    # The gradients decide between the simplest few that fit the losses (each a float64 replay of the run).
+    followed = next((candidate for candidate in near[:VERIFIED] if follows(candidate)), None)
+    nearest = followed or near[0]
     weighting, delta = nearest.weighting, nearest.delta
-    published_pair = nearest.published_weights and not nearest.normalisation.per_row
-    replayed = _replayed_steps(case, windows, before, None if published_pair else
-                               divided_by(nearest.normalisation, weighting, eps, delta, TINY_EOS))
-    follows = all(_matches(first.steps[k], step.combine(nearest.normalisation), budgets, k, skipped[k])
-                  for k, step in enumerate(replayed))
     terms = []
     if nearest.normalisation.name != "published":
         terms.append(f"the normalisation: {nearest.normalisation.words}")
@@ -183,7 +190,7 @@ def _by_terms(case, records, comparisons, windows, before, budgets, skipped) -> 
     said = "; ".join(terms)
     name = f"{nearest.normalisation.name}; weights {'1/p' if nearest.published_weights else weighting.words(delta)}"
     residual = f"residual after {'both' if len(terms) > 1 else 'it'} {nearest.residual:.1e} of the loss budget {nearest.budget:.1e}"
-    if follows:
+    if followed is not None:
         return (f"this trainer departs from the published objective in {len(terms)} term{'s' * (len(terms) > 1)}: {said}. "
                 f"Nearest: {name} ({residual}); it matches the logged losses and gradients of every step within budget. "
                 f"The published objective is {published(case).words}, weights 1/p (docs/trainer.md, Reading a verdict on a "

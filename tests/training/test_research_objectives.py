@@ -46,3 +46,16 @@ def test_dream_gets_its_prepended_bos_as_an_input_contract_finding(tmp_path):
 def test_each_ships_with_its_own_arguments_class(name):
     shipped = RESEARCH_OBJECTIVES[name]
     assert shipped.arguments.__name__.endswith("Arguments") and shipped.eps_argument
+
+
+def test_a_floor_off_the_fitting_grid_is_recovered(tmp_path):
+    """A scheduler floor of 3.7e-5, between the log grid's points: refined, it is named and matches within budget."""
+    from parity.training.shipped import ShippedTrainer
+    from tests.training.research_objectives import MdlmArguments, MdlmStyleTrainer
+
+    shipped = ShippedTrainer(MdlmStyleTrainer, arguments=MdlmArguments, eps_argument="sampling_eps",
+                             argument_values={"time_denominator_floor": 3.7e-5})
+    record = run_trainer(shipped, RANK_LOCAL_RUN, str(tmp_path))
+    said = trainer_verdict(RANK_LOCAL_RUN, [record]).diagnosis
+    assert "the weights: 1/(t + 3.7e-05) instead of 1/p" in said
+    assert "it matches the logged losses and gradients of every step within budget" in said
