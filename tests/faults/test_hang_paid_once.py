@@ -12,13 +12,14 @@ import subprocess
 import sys
 import textwrap
 import time
-from xml.etree import ElementTree
 from pathlib import Path
+from xml.etree import ElementTree
 
 import pytest
 
 from parity.safety import bounds
 from parity.safety.bounds import CallTimedOut, HungBefore, bounded, hang_scope
+from tests.installed import install_adapter
 
 REPOSITORY = Path(__file__).resolve().parents[2]
 
@@ -90,11 +91,7 @@ ADAPTER = textwrap.dedent(
 
 @pytest.mark.long  # a pytest session of its own, in which each worker waits out one call bound
 def test_a_hanging_dataset_costs_each_worker_one_bound(tmp_path):
-    (tmp_path / "hang_adapter.py").write_text(ADAPTER)
-    info = tmp_path / "hang_adapter-0.1.dist-info"  # an installed distribution, seen through PYTHONPATH only
-    info.mkdir()
-    (info / "METADATA").write_text("Metadata-Version: 2.1\nName: hang-adapter\nVersion: 0.1\n")
-    (info / "entry_points.txt").write_text("[parity.targets]\nhangs-serving = hang_adapter:HANGS\n")
+    install_adapter(tmp_path, "hang_adapter", ADAPTER, {"hangs-serving": "hang_adapter:HANGS"})
     report = tmp_path / "junit.xml"
     test_bound, workers = 12, 2
     result = subprocess.run(

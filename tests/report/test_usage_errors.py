@@ -14,6 +14,7 @@ import pytest
 
 from parity.__main__ import main
 from parity.safety.usage import UsageError, check_output_path, write_atomically
+from tests.installed import install_adapter
 
 
 def refused(capsys, argv) -> str:
@@ -151,11 +152,7 @@ def test_an_unknown_hypothesis_profile_is_a_usage_error_listing_the_known_ones(o
 @pytest.mark.long  # a pytest session of its own
 def test_an_installed_target_with_a_wrong_interface_is_a_pytest_usage_error(tmp_path):
     """The plugin holds a selected installed target to its Protocols before any test: one line, exit 4."""
-    (tmp_path / "user_adapters.py").write_text(ADAPTERS)
-    info = tmp_path / "user_adapters-0.1.dist-info"  # an installed distribution, seen through PYTHONPATH only
-    info.mkdir()
-    (info / "METADATA").write_text("Metadata-Version: 2.1\nName: user-adapters\nVersion: 0.1\n")
-    (info / "entry_points.txt").write_text("[parity.targets]\nreturns-list = user_adapters:LIST\n")
+    install_adapter(tmp_path, "user_adapters", ADAPTERS, {"returns-list": "user_adapters:LIST"})
     result = subprocess.run(
         [sys.executable, "-m", "pytest", "--target", "returns-list", "-p", "no:cacheprovider", "--co", "-q",
          "tests/safety/test_threads.py"],
