@@ -131,7 +131,8 @@ WEIGHTINGS = (
               where="t = (p - eps)/(1 - eps), the sampled time, as a scheduler's denominator"),
     Weighting("uniform", lambda p, eps, delta: torch.ones_like(p), where="no 1/p"),
 )
-#: Where a fitted delta is searched: none, and from 1e-10 to 0.1 on a log scale (four a decade).
+#: Where a fitted delta is searched: none (the published weights, for ``1/(p + delta)``), and from 1e-10 to 0.1 on a
+#: log scale (four a decade).
 DELTAS = (0.0, *(10.0 ** (e / 4) for e in range(-40, -3)))
 
 
@@ -217,6 +218,13 @@ def divided_by(normalisation: Objective, weighting: Weighting, eps: float, delta
     return divide
 
 
+#: How far, in budgets, the run may lie from an objective that still explains it (docs/trainer.md, What makes a term
+#: significant). A correct formula sits within one budget on the machine the budget was derived on and may exceed it
+#: on another float path (AVX2 against AVX-512, one thread against two, CUDA); a wrong term sits orders of magnitude
+#: away. So a departing term is named only when the objective without it misses the run by more than this.
+SIGNIFICANT = 4.0
+
+
 @dataclass(frozen=True)
 class Nearest:
     """The nearest whole objective: a normalisation and a weighting (its delta), how far the logged losses lie from it."""
@@ -267,11 +275,12 @@ def _refined(fit: Callable[[float], Nearest], delta: float, iterations: int = 40
 
 
 def nearest_objectives(case: TrainerCase, records: Sequence, comparisons: Sequence[Comparison], eps: float) -> list[Nearest]:
-    """Every normalisation (the published one, the known alternatives, the per-row ones) under every weighting, a
-    delta fitted to the logged losses where the weighting has one: the pairs, the simplest explanation first.
-    Those within the loss budget come first, and among them the fewest departing terms (a fitted delta can
-    match a few steps' losses alone and still miss the gradients, where a pair without one already fits);
-    then by how far they lie. Empty without steps."""
+    """Every normalisation (the published one, the known alternatives, the per-row ones) under the published weights
+    and under every weighting, a delta fitted to the logged losses where the weighting has one: the pairs, the
+    simplest explanation first. Those that explain the losses (within :data:`SIGNIFICANT` budgets) come first, and
+    among them the fewest departing terms, then the order declared here, never the residual: inside the margin a
+    float path decides the residual, so ranking by it would let the machine choose the words (a fitted delta
+    always fits a hair closer than the pair without it). Outside the margin, the nearest first. Empty without steps."""
     first = records[0]
     if not first.steps:
         return []
@@ -292,13 +301,15 @@ def nearest_objectives(case: TrainerCase, records: Sequence, comparisons: Sequen
             residual, budget = max(errors, key=lambda e: e[0] / max(e[1], 1e-300))
             return Nearest(normalisation, weighting, delta, residual, budget)
 
+        found.append(fit(WEIGHTINGS[0], 0.0))  # the published weights, a pair of its own whatever a delta fits
         for weighting in WEIGHTINGS:
-            candidates = [fit(weighting, delta) for delta in (DELTAS if weighting.fitted else (0.0,))]
+            candidates = [fit(weighting, delta) for delta in (DELTAS[1:] if weighting.fitted else (0.0,))]
             nearest = min(candidates, key=Nearest.badness)
-            if weighting.fitted and nearest.delta > 0:  # between the grid's neighbours, by golden section on log delta
+            if weighting.fitted:  # between the grid's neighbours, by golden section on log delta
                 nearest = _refined(lambda delta, w=weighting: fit(w, delta), nearest.delta)
             found.append(nearest)
-    return sorted(found, key=lambda n: (n.badness() > 1, n.departing_terms, n.badness()))
+    return sorted(found, key=lambda n: (n.badness() > SIGNIFICANT, n.departing_terms,
+                                        n.badness() if n.badness() > SIGNIFICANT else 0.0))
 
 
 def replayed_microbatches(windows) -> list[list[Microbatch]]:

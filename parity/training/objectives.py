@@ -23,7 +23,9 @@ from oracle.window_reference import Draw, microbatch_sum
 from parity.budget import Comparison
 from parity.cases import TrainerCase
 from parity.training.objective_terms import (
+    SIGNIFICANT,
     TINY_EOS,
+    Nearest,
     Microbatch,
     Objective,
     alternatives,
@@ -76,25 +78,48 @@ def _replayed_steps(case: TrainerCase, windows: Sequence[Sequence[Sequence[Draw]
     return steps
 
 
-def _matches(out, combined: tuple[torch.Tensor, dict], budgets: dict, step: int, skipped: bool) -> bool:
-    """Whether the logged loss and gradients of ``step`` are ``combined``'s within their budgets (each
-    budget scaled up where the alternative's magnitude is the larger: its rounding is too)."""
+def _misses(out, combined: tuple[torch.Tensor, dict], budgets: dict, step: int, skipped: bool,
+            gradients: bool = True) -> tuple[float, str]:
+    """How far the logged loss and gradients of ``step`` lie from ``combined``'s, in budgets (each budget scaled
+    up where the alternative's magnitude is the larger: its rounding is too), and which of them lies farthest."""
     loss, grads = combined
     comparison = budgets[(step, "loss", None)]
     scale = max(1.0, abs(float(loss)) / max(abs(comparison.golden_value), 1e-300))
-    if abs(float(out.loss) - float(loss)) > comparison.budget * scale:
-        return False
-    if skipped:
-        return True
+    worst = (abs(float(out.loss) - float(loss)) / max(comparison.budget * scale, 1e-300), "losses")
+    if skipped or not gradients:
+        return worst
     magnitude = max((float(g.abs().max()) for g in grads.values() if g.numel()), default=0.0)
     for name, expected in grads.items():
         comparison = budgets[(step, "grad", name)]
         got = out.grads[name]
         got = torch.zeros_like(expected) if got is None else got.to(torch.float64)
         scale = max(1.0, magnitude / max(comparison.magnitude, 1e-300))
-        if expected.numel() and float((got - expected).abs().max()) > comparison.budget * scale:
-            return False
-    return True
+        if expected.numel():
+            worst = max(worst, (float((got - expected).abs().max()) / max(comparison.budget * scale, 1e-300), "gradients"))
+    return worst
+
+
+@dataclass(frozen=True)
+class Miss:
+    """How far a run lies from an objective, in budgets, at its farthest step, and what lay farthest."""
+
+    budgets: float
+    what: str  # "losses" or "gradients"
+
+    @property
+    def explains(self) -> bool:
+        """Within the significance margin (docs/trainer.md, What makes a term significant)."""
+        return self.budgets <= SIGNIFICANT
+
+    def words(self) -> str:
+        return f"misses the logged {self.what} by {self.budgets:.1e} x their budget"
+
+
+def _miss(records, steps: Sequence[_Step], objective: Objective, budgets: dict, skipped: Sequence[bool]) -> Miss:
+    """How far the run's logged losses and gradients lie from ``objective`` replayed on ``steps``."""
+    first = records[0]
+    worst = max(_misses(first.steps[k], step.combine(objective), budgets, k, skipped[k]) for k, step in enumerate(steps))
+    return Miss(*worst)
 
 
 def _ratios(out, combined: tuple[torch.Tensor, dict], step: int) -> str:
@@ -118,7 +143,8 @@ def name_objective(case: TrainerCase, records: Sequence, comparisons: Sequence[C
     """The sentence naming the objective a run's training steps follow, when it is a known wrong one;
     "matches none of the known alternatives" with the measured ratios when none is; None when the
     logged losses and gradients follow the published objective on the trainer's own weights (the
-    failure lies elsewhere: evaluation, or the update)."""
+    failure lies elsewhere: evaluation, or the update). "Follow" is within the significance margin
+    (:data:`SIGNIFICANT` budgets), so that no float path can move a run from one sentence to another."""
     first = records[0]
     initial = {n: p.detach() for n, p in tiny_model(case.model_seed, case.weights_dtype).named_parameters()}
     before = [initial, *(s.params for s in first.steps[:-1])]
@@ -126,25 +152,23 @@ def name_objective(case: TrainerCase, records: Sequence, comparisons: Sequence[C
     steps = _replayed_steps(case, windows, before)
     budgets = step_budgets(comparisons)
     skipped = [bool(first.skipped and first.skipped[k]) for k in range(len(steps))]
-
-    def follows(objective: Objective) -> bool:
-        return all(_matches(first.steps[k], step.combine(objective), budgets, k, skipped[k]) for k, step in enumerate(steps))
-
     right = published(case)
-    if follows(right):
+    missed = _miss(records, steps, right, budgets, skipped)
+    if missed.explains:
         return None
     known = alternatives(case, len(records))
-    named = [objective for objective in known if follows(objective)]
+    named = [objective for objective in known if _miss(records, steps, objective, budgets, skipped).explains]
     if named:
         also = "".join(f" (on this run, equally: {o.words})" for o in named[1:])
         return (
             f"this trainer computes {named[0].words}{also}: it matches the logged losses and gradients of every step within "
-            f"budget; the published objective is {right.words} (docs/trainer.md, What one optimizer step must follow)"
+            f"{SIGNIFICANT:g} x their budgets, where the published objective {missed.words()}; the published objective is "
+            f"{right.words} (docs/trainer.md, What one optimizer step must follow)"
         )
-    worst = next(k for k, step in enumerate(steps) if not _matches(first.steps[k], step.combine(right), budgets, k, skipped[k]))
     by_terms = _by_terms(case, records, comparisons, windows, before, budgets, skipped)
     if by_terms:
         return by_terms
+    worst = max(range(len(steps)), key=lambda k: _misses(first.steps[k], steps[k].combine(right), budgets, k, skipped[k]))
     return (
         f"matches none of the known alternatives ({', '.join(o.name for o in known)}); "
         f"{_ratios(first.steps[worst], steps[worst].combine(right), worst)}"
@@ -154,37 +178,48 @@ def name_objective(case: TrainerCase, records: Sequence, comparisons: Sequence[C
 #: How far from the logged losses the nearest objective may lie, relative to their size, to be named as nearest
 #: (a threshold for naming, not a verdict: the verdict is the budgets').
 NEAREST_WITHIN = 0.05
-#: How many of the simplest pairs that fit the losses have their gradients replayed.
+#: How many of the simplest pairs that explain the losses have their gradients replayed.
 VERIFIED = 3
 
 
 def _by_terms(case, records, comparisons, windows, before, budgets, skipped) -> str | None:
     """The diagnosis by terms (docs/trainer.md, Reading a verdict on a research trainer): the normalisation and the
-    weights, each judged on its own, and the nearest whole objective with its residual; None when nothing lies near."""
+    weights, each named only where the objective without it misses the run by more than the significance margin
+    (the margin stated), and the nearest whole objective with its residual; None when nothing lies near."""
     first, eps = records[0], records[0].eps
     loss_size = max(abs(float(step.loss)) for step in first.steps) or 1.0
-    near = [n for n in nearest_objectives(case, records, comparisons, eps) if n.residual <= NEAREST_WITHIN * loss_size]
+    pairs = nearest_objectives(case, records, comparisons, eps)
+    near = [n for n in pairs if n.residual <= NEAREST_WITHIN * loss_size]
     if not near:
         return None
+    misses: dict[int, Miss] = {}
 
-    def follows(candidate) -> bool:
-        published_pair = candidate.published_weights and not candidate.normalisation.per_row
-        replayed = _replayed_steps(case, windows, before, None if published_pair else
-                                   divided_by(candidate.normalisation, candidate.weighting, eps, candidate.delta, TINY_EOS))
-        return all(_matches(first.steps[k], step.combine(candidate.normalisation), budgets, k, skipped[k])
-                   for k, step in enumerate(replayed))
+    def miss(candidate: Nearest) -> Miss:
+        """The candidate's miss: the losses' alone where they reject it, else a float64 replay's gradients too."""
+        if id(candidate) not in misses:
+            misses[id(candidate)] = Miss(candidate.badness(), "losses")
+            if misses[id(candidate)].explains:
+                published_pair = candidate.published_weights and not candidate.normalisation.per_row
+                replayed = _replayed_steps(case, windows, before, None if published_pair else
+                                           divided_by(candidate.normalisation, candidate.weighting, eps, candidate.delta, TINY_EOS))
+                misses[id(candidate)] = _miss(records, replayed, candidate.normalisation, budgets, skipped)
+        return misses[id(candidate)]
 
-    # The gradients decide between the simplest few that fit the losses (each a float64 replay of the run).
-    followed = next((candidate for candidate in near[:VERIFIED] if follows(candidate)), None)
+    # The gradients decide between the simplest few that explain the losses (each a float64 replay of the run).
+    followed = next((candidate for candidate in near[:VERIFIED] if miss(candidate).explains), None)
     nearest = followed or near[0]
     weighting, delta = nearest.weighting, nearest.delta
     terms = []
     if nearest.normalisation.name != "published":
-        terms.append(f"the normalisation: {nearest.normalisation.words}")
+        without = _without(pairs, nearest, normalisation=True)
+        terms.append(f"the normalisation: {nearest.normalisation.words} (without it, the nearest objective "
+                     f"{miss(without).words()})")
     if not nearest.published_weights:
         where = f", {weighting.where}" if weighting.where else ""
-        fitted = f" (delta fitted to the logged losses: {delta:.1e})" if weighting.fitted else ""
-        terms.append(f"the weights: {weighting.words(delta)} instead of 1/p{where}{fitted}")
+        fitted = f"delta fitted to the logged losses: {delta:.1e}; " if weighting.fitted else ""
+        without = _without(pairs, nearest, normalisation=False)
+        terms.append(f"the weights: {weighting.words(delta)} instead of 1/p{where} ({fitted}without it, the nearest "
+                     f"objective {miss(without).words()})")
     if not terms:
         return None
     said = "; ".join(terms)
@@ -192,8 +227,17 @@ def _by_terms(case, records, comparisons, windows, before, budgets, skipped) -> 
     residual = f"residual after {'both' if len(terms) > 1 else 'it'} {nearest.residual:.1e} of the loss budget {nearest.budget:.1e}"
     if followed is not None:
         return (f"this trainer departs from the published objective in {len(terms)} term{'s' * (len(terms) > 1)}: {said}. "
-                f"Nearest: {name} ({residual}); it matches the logged losses and gradients of every step within budget. "
-                f"The published objective is {published(case).words}, weights 1/p (docs/trainer.md, Reading a verdict on a "
-                "research trainer)")
+                f"Nearest: {name} ({residual}); it matches the logged losses and gradients of every step within "
+                f"{SIGNIFICANT:g} x their budgets. The published objective is {published(case).words}, weights 1/p "
+                "(docs/trainer.md, Reading a verdict on a research trainer)")
     return (f"nearest: {name} ({residual}), but the gradients depart from it too: {said}, and a term the harness does "
             "not know departs as well (docs/trainer.md, Reading a verdict on a research trainer)")
+
+
+def _without(pairs: Sequence[Nearest], nearest: Nearest, normalisation: bool) -> Nearest:
+    """The pair ``nearest`` would be without one of its terms: the published normalisation under its weighting (its
+    own fitted delta), or its normalisation under the published weights."""
+    if normalisation:
+        return next(p for p in pairs if p.normalisation.name == "published" and p.weighting is nearest.weighting
+                    and p.published_weights == nearest.published_weights)
+    return next(p for p in pairs if p.normalisation is nearest.normalisation and p.published_weights)

@@ -97,6 +97,27 @@ class DreamStyleTrainer(LladaSftTrainer):
         return model(input_ids=with_bos).logits[:, :-1]  # right-shifted: position i predicts the next token
 
 
+@dataclass
+class FlooredArguments(TrainingArguments):
+    """A weight floor beside ``p``, as a trainer guarding against small ``p`` might add one."""
+
+    weight_floor: float = 0.0
+
+
+class FlooredWeightsTrainer(LogitsDiffusionTrainer):
+    """The published objective but for the weights: ``1/(p + weight_floor)``. At 1e-6 that is a departure far
+    outside the budget, which must be named; at 1e-9 a change of a few parts in 1e7 of a weight, inside it, which
+    must not be (docs/trainer.md, What makes a term significant)."""
+
+    def masked_sum(self, logits, targets, masked, p):
+        token_loss = F.cross_entropy(logits[masked], targets[masked], reduction="none")
+        return (token_loss / (p[masked].to(token_loss.dtype) + self.args.weight_floor)).sum()
+
+
+def floored(weight_floor: float) -> ShippedTrainer:
+    return ShippedTrainer(FlooredWeightsTrainer, arguments=FlooredArguments, argument_values={"weight_floor": weight_floor})
+
+
 #: As their targets would ship them: each with its arguments class and its eps field.
 RESEARCH_OBJECTIVES = {
     "mdlm": ShippedTrainer(MdlmStyleTrainer, arguments=MdlmArguments, eps_argument="sampling_eps"),
