@@ -156,7 +156,28 @@ class WindowCase:
     windows: list = field(init=False, repr=False, compare=False)
 
     def __post_init__(self):
+        problem = window_problem(self)
+        if problem:
+            raise ValueError(problem)
         object.__setattr__(self, "windows", build_windows(self))
+
+
+def window_problem(case: WindowCase) -> str | None:
+    """Why ``case`` is not a window case (the field and what it allows), or None: its microbatches are the
+    windows' (``sum(window_sizes)``), each of ``rows_per_microbatch`` rows of a kind of :data:`ROW_KINDS`."""
+    if not case.window_sizes or not all(size >= 1 for size in case.window_sizes):
+        return f"window_sizes must be one or more sizes >= 1, got {case.window_sizes}"
+    if case.rows_per_microbatch < 1 or case.length < 1:
+        return f"rows_per_microbatch and length must be >= 1, got {case.rows_per_microbatch} and {case.length}"
+    if len(case.batch_kinds) != sum(case.window_sizes):
+        return f"batch_kinds must hold sum(window_sizes) = {sum(case.window_sizes)} microbatches, got {len(case.batch_kinds)}"
+    for number, kinds in enumerate(case.batch_kinds):
+        if len(kinds) != case.rows_per_microbatch or not set(kinds) <= set(ROW_KINDS):
+            return (f"batch_kinds[{number}] must be {case.rows_per_microbatch} row kinds of {', '.join(ROW_KINDS)}, "
+                    f"got {kinds}")
+    if not 0.0 < case.eps <= 1.0:
+        return f"eps must lie in (0, 1], got {case.eps!r}"
+    return None
 
 
 def build_windows(case: WindowCase) -> list[list[dict[str, torch.Tensor]]]:

@@ -16,13 +16,13 @@ is written out as one short pytest file:
 Each file is checked before it is kept: it must fail on the target, and, for a built-in known bug, pass
 on its fixed companion (``impl`` for impl's known bugs, the upstream fix for megatron-core's, patched in
 by a ``conftest.py`` beside the file for that run only). The files themselves are written by
-:mod:`parity.fleet.repro_files`; this module hunts, checks and keeps them, and keeps a pytest run's
-failing examples for ``--from-last-run``.
+:mod:`parity.fleet.repro_files`; this module hunts, checks and keeps them. ``--from-last-run`` writes up the
+failing examples a pytest run kept instead (:mod:`parity.fleet.kept_failures`), refusing any kept file that
+is not honest data with one line each (exit 2), the others still written up.
 """
 
 from __future__ import annotations
 
-import os
 import shlex
 import subprocess
 import sys
@@ -30,6 +30,7 @@ import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
+from parity.fleet.kept_failures import remembered_failures
 from parity.fleet.repro_files import MEGATRON, slug, write_harness_reproducer, writer_for
 from parity.targets import Target, get_target
 
@@ -160,47 +161,6 @@ def write_reproducers(target: Target, out: Path, properties: list[str] | None = 
     return written
 
 
-# --- after a failing pytest run: the failing examples it kept ----------------------------------------
-
-
-#: Where a pytest run keeps each property's last failing arguments, inside its cache folder (``.pytest_cache``).
-FAILURES = "parity-failures"
-
-
-def _failure_file(folder: Path, target: str, prop: str) -> Path:
-    return folder / slug(target.replace(":", "_")) / f"{slug(prop)}.pickle"
-
-
-def remember_failure(config, target: Target, prop, arguments: dict) -> None:
-    """Keep ``arguments`` (a failing example of ``prop`` on ``target``) in the run's cache folder; Hypothesis replays
-    the shrunk example last, so that is what stays. Nothing is kept where the cache plugin is off."""
-    import pickle
-
-    cache = getattr(config, "cache", None)
-    if cache is None:
-        return
-    path = _failure_file(Path(cache.mkdir(FAILURES)), target.name, prop.name)
-    try:
-        data = pickle.dumps(arguments)
-    except Exception:  # noqa: BLE001 - an example that does not pickle is not kept; the run's report stands
-        return
-    path.parent.mkdir(parents=True, exist_ok=True)
-    temporary = path.with_suffix(f".{os.getpid()}.tmp")
-    temporary.write_bytes(data)
-    temporary.replace(path)
-
-
-def remembered_failures(cache_dir: Path, target: Target) -> dict[str, dict]:
-    """property -> the last failing arguments a pytest run kept for ``target`` under ``cache_dir``."""
-    import pickle
-
-    folder = cache_dir / "d" / FAILURES / slug(target.name.replace(":", "_"))
-    from parity.table.rows import PROPERTIES
-
-    names = {f"{slug(prop.name)}.pickle": prop.name for prop in PROPERTIES}
-    return {names[path.name]: pickle.loads(path.read_bytes()) for path in sorted(folder.glob("*.pickle")) if path.name in names}
-
-
 def add_repro_arguments(parser) -> None:
     parser.add_argument("--target", required=True, metavar="NAME", help="the target whose failures to write up")
     parser.add_argument("--property", action="append", default=[], metavar="NAME",
@@ -215,7 +175,7 @@ def add_repro_arguments(parser) -> None:
 
 def repro_main(parser, args, say) -> int:
     """Exit 0 when at least one reproducer was written and kept, 1 when none was (nothing failed, or no file
-    reproduced), 2 for a usage error (before any work)."""
+    reproduced), 2 for a usage error (before any work) or a kept file refused (after the others are written up)."""
     from parity.safety.usage import check_at_least
     from parity.table.rows import PROPERTIES
     from parity.targets import TargetLoadError, UnknownTargetError
@@ -232,17 +192,19 @@ def repro_main(parser, args, say) -> int:
             raise ValueError(f"--out {args.out!r} is a file, not a folder")
     except (ValueError, UnknownTargetError, TargetLoadError) as error:
         parser.error(str(error))
-    last_run = None
+    last_run, refused = None, []
     if args.from_last_run is not None:
-        last_run = remembered_failures(Path(args.from_last_run), target)
+        last_run, refused = remembered_failures(Path(args.from_last_run), target)
+        for line in refused:  # named, never loaded; the honest files are still written up (docs/security.md)
+            print(f"{parser.prog}: refused {line}", file=sys.stderr)
         if not last_run:
-            print(f"{parser.prog}: no failing example of {target.name} kept under {args.from_last_run} (run pytest "
+            print(f"{parser.prog}: no {'other ' if refused else ''}failing example of {target.name} kept under {args.from_last_run} (run pytest "
                   f"--parity-target {target.name} first, with the cache plugin on)")
-            return 1
+            return 2 if refused else 1
     kept = [r for r in write_reproducers(target, out, args.property or None, args.examples, say, last_run) if r.kept]
     for reproducer in kept:
         print(f"{reproducer.path}  ({'standalone' if reproducer.standalone else 'the harness public API'}): "
               f"{reproducer.message[:200]}")
     if not kept:
         print(f"{parser.prog}: no reproducer written for {target.name}: no property it has a writer for fails")
-    return 0 if kept else 1
+    return 2 if refused else 0 if kept else 1

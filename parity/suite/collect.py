@@ -14,7 +14,7 @@ import pytest
 from hypothesis import example, given
 
 from parity.devices import make_deterministic
-from parity.fleet.repro import remember_failure
+from parity.fleet.kept_failures import remember_failure
 from parity.pytest_plugin import device_params
 from parity.safety.bounds import hang_scope
 from parity.table.record import Property

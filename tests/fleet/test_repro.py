@@ -10,6 +10,8 @@ not the harness: each fails with its message, and the loss-mask one passes on a 
 from __future__ import annotations
 
 import ast
+import json
+import pickle
 import shutil
 import subprocess
 import sys
@@ -21,6 +23,7 @@ import pytest
 from parity.__main__ import cli_parser, main
 from parity.fleet.repro import write_reproducers
 from parity.targets import get_target
+from tests.fleet.test_kept_failures import WritesMarker
 
 pytestmark = pytest.mark.usefixtures("harness_self_check")
 
@@ -148,19 +151,31 @@ def test_the_reports_megatron_column_names_its_upstream_defects_and_the_command(
 
 
 def test_after_a_failing_pytest_run_its_kept_examples_are_written_up_without_hunting(tmp_path, capsys):
-    """The suite keeps each property's shrunk failing example in the run's cache folder; ``--from-last-run``
-    writes them up."""
+    """The suite keeps each property's shrunk failing example in the run's cache folder, as JSON; ``--from-last-run``
+    writes them up. A hostile pickle and a truncated JSON planted beside it run nothing and are named in one line each
+    (exit 2), and the honest example is still written up (docs/security.md, Kept failures)."""
     run = subprocess.run(
         [sys.executable, "-m", "pytest", "-q", "-n", "0", "--parity-target", "known-bug:cache-alias",
          "-o", f"cache_dir={tmp_path / 'cache'}", "-k", "test_dataset__matches_oracle", "--pyargs", "parity.suite"],
         cwd=tmp_path, capture_output=True, text=True, timeout=600,
     )
     assert run.returncode == 1, run.stdout[-2000:]
+    folder = tmp_path / "cache" / "d" / "parity-failures" / "known_bug_cache_alias"
+    (honest,) = folder.iterdir()
+    assert honest.name == "dataset__matches_oracle.json" and json.loads(honest.read_text())["schema"] == "parity-failure/1"
+    (folder / "dataset__resume_agrees.pickle").write_bytes(pickle.dumps(WritesMarker(tmp_path / "marker")))
+    (folder / "dataset__edits_do_not_leak.json").write_text(honest.read_text()[:100])
     assert main(["repro", "--target", "known-bug:cache-alias", "--from-last-run", str(tmp_path / "cache"),
-                 "--out", str(tmp_path / "out")]) == 0
-    out = capsys.readouterr().out
+                 "--out", str(tmp_path / "out")]) == 2
+    out, err = capsys.readouterr()
     assert "test_known_bug_cache_alias__dataset__matches_oracle.py  (standalone): AssertionError: dataset[" in out
     assert [path.name for path in (tmp_path / "out").iterdir()] == ["test_known_bug_cache_alias__dataset__matches_oracle.py"]
+    edits, resume = err.splitlines()  # one line each, in the folder's order
+    assert edits.startswith(f"python -m parity repro: refused {folder / 'dataset__edits_do_not_leak.json'}: does not parse "
+                            "as JSON (Unterminated string"), err
+    assert resume == (f"python -m parity repro: refused {folder / 'dataset__resume_agrees.pickle'}: a pickle (an older "
+                      "harness kept these): never loaded, as loading one runs its code; delete it and run pytest again")
+    assert not (tmp_path / "marker").exists()
 
 
 def test_without_a_kept_example_from_last_run_says_so(tmp_path, capsys):

@@ -80,7 +80,7 @@ def test_the_entry_becomes_a_pytest_test_of_the_suite(with_throwaway, tmp_path):
     with pytest.raises(ParityFailure, match="is odd") as failure:
         test(target=BUG, device="cpu", pytestconfig=config)
     assert failure.value.verdict.failure_kinds == ["mismatch"]  # the record's kind names a plain assertion
-    (kept,) = (tmp_path / "parity-failures").rglob("*.pickle")  # the failing example, for python -m parity repro
+    (kept,) = (tmp_path / "parity-failures").rglob("*.json")  # the failing example, as data, for python -m parity repro
     assert kept.parent.name == "throwaway_bug"
 
 
