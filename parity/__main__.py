@@ -121,9 +121,35 @@ OUTPUTS = ("json", "markdown", "html")
 
 
 def report(parser: argparse.ArgumentParser, args: argparse.Namespace) -> int:
-    from parity.report.model import Options
+    from parity.report.model import as_json
+    from parity.report.text import format_report
+    from parity.safety.third_party import captured, summary_lines
 
     freeze_heap()  # the report runs many trainers, each ending in a full gc.collect() (parity.safety.threads)
+    # Counting starts before any target, remote code, tokenizer or model is loaded, so what third-party code says
+    # while loading is counted and shown once at the end, and the report's first line is its own (docs/report.md, Warnings).
+    with captured(on=not args.show_warnings) as tally:
+        ran = _checked_and_run(parser, args)
+    if isinstance(ran, int):  # refused in one line, and only that line (--show-warnings shows what was said before)
+        return ran
+    results, options = ran
+    status = 0 if all(result.as_expected for result in results) else 1
+    emit("\n".join([format_report(results, quiet=args.quiet, controls=args.controls),
+                    *([] if args.quiet else summary_lines(tally))]))
+    writers = {"json": lambda: as_json(results, options, tally), "markdown": lambda: _markdown(results, options),
+               "html": lambda: _html(results, options)}
+    for name in OUTPUTS:
+        if path := getattr(args, name):
+            write_atomically(path, writers[name]())
+            _note(f"wrote {path} ({name})")
+    return status
+
+
+def _checked_and_run(parser: argparse.ArgumentParser, args: argparse.Namespace):
+    """The report's options checked (a usage error exits 2 before any work), the oracle set up and every scenario
+    run: (the results, the options), or the exit status of a refusal already said in one line."""
+    from parity.report.model import Options
+
     try:
         device = resolve_device(args.device)
         check_dtype_runs_on(args.dtype, device)
@@ -163,14 +189,12 @@ def report(parser: argparse.ArgumentParser, args: argparse.Namespace) -> int:
     options = Options(device=device, dtype=args.dtype, seed=args.seed, ddp=ddp, examples=args.examples, oracle=oracle,
                       under_test=under_test, controls=args.controls)
     with patch.dict(os.environ, {TEST_BOUND_ENV: str(args.bound)} if args.bound is not None else {}):
-        return _run_and_write(args, targets, options)
+        return _run(args, targets, options), options
 
 
-def _run_and_write(args: argparse.Namespace, targets: list, options) -> int:
-    from parity.report.model import as_json
+def _run(args: argparse.Namespace, targets: list, options) -> list:
+    from parity.devices import make_deterministic
     from parity.report.scenarios import run_report
-    from parity.report.text import format_report
-    from parity.safety.third_party import captured, summary_lines
     from parity.table.scenario import ALL_SCENARIOS
 
     if not args.quiet:
@@ -179,24 +203,8 @@ def _run_and_write(args: argparse.Namespace, targets: list, options) -> int:
         for name in args.target:
             if name in default_targets():
                 _note(f"--target {name} is a built-in column of every report: shown first and in full, as a target under test")
-
-    from parity.devices import make_deterministic
-
     make_deterministic(options.device)
-    with captured(on=not args.show_warnings) as tally:  # transformers' copies counted, not printed (docs/report.md)
-        results = run_report(
-            targets, options, args.only, (lambda message: None) if args.quiet else _progress, ALL_SCENARIOS
-        )
-    status = 0 if all(result.as_expected for result in results) else 1
-    emit("\n".join([format_report(results, quiet=args.quiet, controls=args.controls),
-                    *([] if args.quiet else summary_lines(tally))]))
-    writers = {"json": lambda: as_json(results, options, tally), "markdown": lambda: _markdown(results, options),
-               "html": lambda: _html(results, options)}
-    for name in OUTPUTS:
-        if path := getattr(args, name):
-            write_atomically(path, writers[name]())
-            _note(f"wrote {path} ({name})")
-    return status
+    return run_report(targets, options, args.only, (lambda message: None) if args.quiet else _progress, ALL_SCENARIOS)
 
 
 def _markdown(results, options) -> str:

@@ -6,8 +6,11 @@ about 750 lines around a passing report of 100. Nothing is learned from the seco
 ``python -m parity`` runs its scenarios, every warning (the ``warnings`` module) and every log record
 at WARNING or above (the ``logging`` module: transformers, torch, accelerate, a target's own package)
 that does not come from the harness itself is counted by its source and message, and the report ends
-with one line per distinct message. ``--show-warnings`` turns the capture off. pytest is left alone: it
-keeps its own warning summary.
+with one line per distinct message. So is a line third-party code prints to stdout: transformers prints its
+docstring checks (``[ERROR] `past_key_values` is part of ...'s signature, but not documented``) when a
+model's code is imported, NVIDIA's remote code included. The report starts counting before it loads any
+target, remote code, tokenizer or model, so a passing report's first line is the harness's own.
+``--show-warnings`` turns the capture off. pytest is left alone: it keeps its own warning summary.
 
 A target of yours runs in a child process (``parity.report.isolation``): the child counts into a fresh
 tally and sends it back with its result, so its warnings are counted once, in the parent.
@@ -18,6 +21,7 @@ from __future__ import annotations
 import contextlib
 import logging
 import os
+import sys
 import warnings
 from collections import Counter
 from collections.abc import Iterator
@@ -57,6 +61,47 @@ def _module_of(filename: str) -> str:
         if package in parts[:-1]:
             return package
     return os.path.basename(filename).removesuffix(".py") or "python"
+
+
+def _printed_by(filename: str) -> str | None:
+    """The third-party package whose code at ``filename`` printed a line, or None: the harness's own words,
+    Python's library (a debugger, ``traceback``) and a script's pass through. Installed packages and the remote
+    code transformers copies into its module cache are third-party."""
+    parts = os.path.normpath(filename).split(os.sep)
+    source = _module_of(filename)
+    installed = any(marker in parts for marker in ("site-packages", "dist-packages", "transformers_modules"))
+    return source if installed and not _is_harness(source) else None
+
+
+class _CountedStdout:
+    """``sys.stdout`` while a capture is on: each line third-party code prints is counted by its package, as a
+    log record is; every other write passes through to the stream it wraps."""
+
+    def __init__(self, stream) -> None:
+        self.stream = stream
+        self._open: dict[str, str] = {}  # source -> the start of a line it has not ended yet
+
+    def write(self, text: str) -> int:
+        source = _printed_by(sys._getframe(1).f_code.co_filename)  # print() is C: the frame above is its caller
+        if source is None:
+            return self.stream.write(text)
+        *lines, rest = (self._open.pop(source, "") + text).split("\n")
+        for line in lines:
+            if line.strip():
+                count(source, line)
+        if rest:
+            self._open[source] = rest
+        return len(text)
+
+    def close_lines(self) -> None:
+        """Count the lines a source left without their newline."""
+        for source, rest in self._open.items():
+            if rest.strip():
+                count(source, rest)
+        self._open.clear()
+
+    def __getattr__(self, name: str):
+        return getattr(self.stream, name)
 
 
 def _call_handlers(logger: logging.Logger, record: logging.LogRecord, _original=logging.Logger.callHandlers) -> None:
@@ -101,6 +146,7 @@ def _start() -> None:
     global _tally
     _tally = Counter()
     logging.Logger.callHandlers = _call_handlers
+    sys.stdout = _CountedStdout(sys.stdout)
     warnings.simplefilter("always")
     warnings.showwarning = _show_warning
 
@@ -115,8 +161,8 @@ def _show_warning(message, category, filename, lineno, file=None, line=None, _or
 
 @contextlib.contextmanager
 def captured(on: bool = True) -> Iterator[Counter]:
-    """Count third-party warnings and log records while the block runs, instead of printing them; the
-    counter it yields holds the tally when the block ends. ``on=False``: nothing changes (``--show-warnings``)."""
+    """Count third-party warnings, log records and printed lines while the block runs, instead of printing them;
+    the counter it yields holds the tally when the block ends. ``on=False``: nothing changes (``--show-warnings``)."""
     global _tally
     if not on:
         yield Counter()
@@ -124,14 +170,19 @@ def captured(on: bool = True) -> Iterator[Counter]:
     result, outer, calling = Counter(), _tally, logging.Logger.callHandlers
     _tally = Counter()
     os.environ[CAPTURE_ENV] = "1"
+    stdout = _CountedStdout(sys.stdout)
     try:
         logging.Logger.callHandlers = _call_handlers
+        sys.stdout = stdout
         with warnings.catch_warnings():
             warnings.simplefilter("always")  # every copy counted, not only the first per place
             original = warnings.showwarning
             warnings.showwarning = lambda *args, **kwargs: _show_warning(*args, **kwargs, _original=original)
             yield result
     finally:
+        stdout.close_lines()
+        if sys.stdout is stdout:  # else whoever replaced it since restores their own
+            sys.stdout = stdout.stream
         logging.Logger.callHandlers = calling
         result.update(_tally)
         _tally = outer

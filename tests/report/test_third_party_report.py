@@ -1,11 +1,17 @@
 """A report whose target makes transformers talk on every call ends with one line per distinct message
-(parity.safety.third_party, docs/report.md, Warnings), also when the target runs in its own child."""
+(parity.safety.third_party, docs/report.md, Warnings), also when the target runs in its own child; what transformers
+prints while remote code loads is counted too, so a passing report's first line is the harness's."""
 
 from __future__ import annotations
 
 import json
 import logging
+import os
+import shutil
+import subprocess
+import sys
 import warnings
+from pathlib import Path
 
 import pytest
 from transformers.utils import logging as transformers_logging
@@ -74,3 +80,37 @@ def test_show_warnings_prints_them_as_they_come(noisy_target, capfd, tmp_path):
         handler.close()
     assert "third-party warnings and log records" not in capfd.readouterr().out
     assert (tmp_path / "said.log").read_text().count(ROPE) > 1  # reached transformers' handlers, every time
+
+
+STANDIN = Path(__file__).resolve().parent.parent / "assets" / "nemotron_standin"
+
+
+def test_a_passing_report_over_remote_code_that_makes_transformers_print_errors_begins_with_its_own_line(tmp_path):
+    """NVIDIA's files on transformers 5.25 make it print ``[ERROR] `past_key_values` is part of Ministral3Model.forward's
+    signature, but not documented`` (docs/report.md, Warnings) while their code is imported, before any scenario.
+    Those files are not in this repository (docs/remote-code.md), so the stand-in's backbone is given the same
+    undocumented argument under transformers' own ``auto_docstring``: the same lines, from the same code. The report,
+    run as a user runs it, begins with the harness's line, and counts them once at the end."""
+    folder = tmp_path / "standin"
+    shutil.copytree(STANDIN, folder, ignore=shutil.ignore_patterns("__pycache__"))
+    backbone = folder / "modeling_standin_backbone.py"
+    text = backbone.read_text()
+    for old, new in [("from transformers import Ministral3Model\n",
+                      "from transformers import Ministral3Model\nfrom transformers.utils import auto_docstring\n"),
+                     ("    def forward(self, input_ids=None, attention_mask=None, **kwargs):",
+                      "    @auto_docstring\n    def forward(self, input_ids=None, attention_mask=None, past_key_values=None, **kwargs):")]:
+        assert old in text
+        text = text.replace(old, new)
+    backbone.write_text(text)
+    run = subprocess.run(
+        [sys.executable, "-m", "parity", "--only", "dataset-cache", "--no-ddp", "--nemotron-remote-code", str(folder)],
+        capture_output=True, text=True, timeout=600, cwd=tmp_path,
+        env={**os.environ, "HF_MODULES_CACHE": str(tmp_path / "modules"), "PARITY_NEMOTRON_REMOTE_CODE": ""},
+    )
+    assert run.returncode == 0, run.stdout[-2000:] + run.stderr[-2000:]
+    lines = run.stdout.splitlines()
+    assert lines[0] == f"oracle model: NVIDIA remote code from the folder {folder}", lines[:3]
+    said = "[ERROR] `past_key_values` is part of StandinBackbone.forward's signature, but not documented."
+    assert [line for line in lines if "[ERROR]" in line] == [next(line for line in lines if said in line)]
+    assert lines[-1].startswith(f"  transformers: 1 x {said}") and lines[-2].startswith("third-party warnings and log records: 1")
+    assert all(line.startswith("[parity] ") for line in run.stderr.splitlines()), run.stderr[-2000:]  # stderr: its own only

@@ -1,8 +1,9 @@
-"""Third-party warnings and log records are counted, not printed as they come (parity.safety.third_party)."""
+"""Third-party warnings, log records and printed lines are counted, not printed as they come (parity.safety.third_party)."""
 
 from __future__ import annotations
 
 import logging
+import sys
 import warnings
 
 import pytest
@@ -110,3 +111,44 @@ def test_a_logger_configured_during_the_block_is_counted_too():
         late.warning("said late")
     late.removeHandler(kept)
     assert tally == {("latepackage", "said late"): 1} and kept.said == []
+
+
+def _printed_from(filename: str, text: str, end: str = "\n") -> None:
+    """``print(text)`` as code at ``filename`` calls it (the file a line is attributed to)."""
+    exec(compile(f"print({text!r}, end={end!r})", filename, "exec"), {})
+
+
+def test_a_line_third_party_code_prints_is_counted_and_the_harness_own_pass(capfd):
+    with third_party.captured() as tally:
+        _printed_from("/venv/lib/python3.11/site-packages/somepackage/loading.py", "loaded 3 shards")
+        _printed_from("/venv/lib/python3.11/site-packages/somepackage/loading.py", "a line without", end="")
+        _printed_from("/venv/lib/python3.11/site-packages/somepackage/loading.py", " its end yet", end="")
+        _printed_from("/clone/parity/report/text.py", "the harness's own line")
+        print("a test's own line")
+    assert capfd.readouterr().out == "the harness's own line\na test's own line\n"
+    assert tally == {("somepackage", "loaded 3 shards"): 1, ("somepackage", "a line without its end yet"): 1}
+
+
+def test_transformers_docstring_errors_printed_while_a_model_class_is_made_are_counted(capfd):
+    """transformers prints ``[ERROR] `past_key_values` is part of ...'s signature, but not documented`` (with print, not
+    its logger) when a model's code is imported: NVIDIA's remote code under transformers 5.25 says it five times."""
+    from transformers import Ministral3Model
+    from transformers.utils import auto_docstring
+
+    with third_party.captured() as tally:
+        class Backbone(Ministral3Model):
+            @auto_docstring
+            def forward(self, input_ids=None, past_key_values=None, **kwargs):
+                return super().forward(input_ids=input_ids, **kwargs)
+
+    assert capfd.readouterr().out == ""
+    ((source, message),) = tally
+    assert source == "transformers"
+    assert message.startswith("[ERROR] `past_key_values` is part of ") and "<locals>.Backbone.forward's signature" in message
+
+
+def test_stdout_is_what_it_was_after_the_block():
+    before = sys.stdout
+    with third_party.captured():
+        assert sys.stdout is not before
+    assert sys.stdout is before
