@@ -36,8 +36,9 @@ REMOTE_CODE_ENV = "PARITY_NEMOTRON_REMOTE_CODE"
 
 #: The only files fetched from a Hub repository: the config (with its ``auto_map``) and the code.
 HUB_FILES = ("config.json", "*.py")
-#: A revision pins the code only when it is a commit: a branch or a tag can be moved.
-_COMMIT = re.compile(r"[0-9a-f]{40}")
+#: A git object id: a revision pins the code only when it is a commit's (a branch or a tag can be moved), and the
+#: cache names a small file's blob by the blob's (a large one's by its sha256).
+_GIT_ID = re.compile(r"[0-9a-f]{40}")
 #: A cached snapshot that lacks files its cached listing names (huggingface_hub 1.x has no such check).
 _INCOMPLETE = getattr(errors, "IncompleteSnapshotError", ())
 
@@ -66,7 +67,7 @@ class RemoteCodeSource:
     @property
     def pinned(self) -> bool:
         """A local folder is what the user has; a Hub id is pinned only by a commit hash."""
-        return self.repo_id is None or bool(self.revision and _COMMIT.fullmatch(self.revision))
+        return self.repo_id is None or bool(self.revision and _GIT_ID.fullmatch(self.revision))
 
     def unpinned_warning(self) -> str | None:
         if self.pinned:
@@ -107,12 +108,39 @@ def resolve_remote_code(named: str | os.PathLike, require_pinned: bool = False) 
         raise RemoteSourceError(
             f"the remote code {named!r} is neither an existing folder nor a Hub repository id (ORG/NAME[@REVISION])"
         )
-    if require_pinned and not _COMMIT.fullmatch(revision):
+    if require_pinned and not _GIT_ID.fullmatch(revision):
         raise RemoteSourceError(
             f"{named} is not pinned and --require-pinned-revision is set: name a commit, {repo_id}@<40-hex commit hash>"
         )
     folder = Path(_snapshot(repo_id, revision or None, named))
+    check_snapshot(folder)
     return RemoteCodeSource(named, folder, repo_id, revision or None, folder.name)
+
+
+def check_snapshot(folder: Path) -> None:
+    """The snapshot as huggingface_hub lays it out, or a ``RemoteSourceError`` before any of its code is imported:
+    each file a link into its repository's ``blobs``, and each blob named by a git blob id holding what that id
+    names (the code files; weights are named by their sha256 and not read). A cache folder is passed around (a
+    CI cache, a copied ``HF_HOME``): a link out of it, or a blob edited since it was fetched, would run code the
+    named commit does not hold (docs/security.md, Remote code)."""
+    blobs = (folder.parent.parent / "blobs").resolve()
+    for path in sorted(folder.rglob("*")):
+        if not path.is_symlink():  # a copy, where the file system has no links: nothing to follow
+            continue
+        where = path.resolve()
+        if not where.is_relative_to(blobs):
+            raise RemoteSourceError(f"{path} links to {where}, outside the cache's blobs {blobs}: not loaded")
+        if _GIT_ID.fullmatch(where.name) and git_blob_id(where) != where.name:
+            raise RemoteSourceError(
+                f"{path}: its blob {where.name} no longer holds what that id names (edited since it was fetched); "
+                f"not loaded: delete {folder.parent.parent} and fetch the code again"
+            )
+
+
+def git_blob_id(path: Path) -> str:
+    """The id git (and the Hub cache, which names a small file's blob by it) gives ``path``'s content."""
+    data = path.read_bytes()
+    return hashlib.sha1(b"blob %d\0" % len(data) + data).hexdigest()
 
 
 def _is_hub_id(repo_id: str) -> bool:
@@ -148,7 +176,7 @@ def _snapshot(repo_id: str, revision: str | None, named: str) -> str:
 def _cached_snapshot(repo_id: str, revision: str | None) -> Path | None:
     """The cache's snapshot folder of ``revision`` (a commit, or a branch or tag its ``refs`` name), or None."""
     root = Path(constants.HF_HUB_CACHE) / repo_folder_name(repo_id=repo_id, repo_type="model")
-    commit = revision if revision and _COMMIT.fullmatch(revision) else None
+    commit = revision if revision and _GIT_ID.fullmatch(revision) else None
     if commit is None:
         ref = root / "refs" / (revision or "main")
         commit = ref.read_text().strip() if ref.is_file() else None

@@ -104,7 +104,7 @@ def _read(path: Path, root: Path) -> dict:
     except UnicodeDecodeError as error:
         raise CaseDataError(f"not UTF-8 text (byte {error.start}): not a kept example") from None
     except json.JSONDecodeError as error:
-        raise CaseDataError(f"does not parse as JSON ({error.msg} at line {error.lineno} column {error.colno})") from None
+        raise CaseDataError(f"does not parse as JSON ({error.msg}: line {error.lineno} column {error.colno})") from None
     if not isinstance(data, dict):
         raise CaseDataError(f"holds a JSON {type(data).__name__}, not an object with {', '.join(_KEYS)}")
     return data

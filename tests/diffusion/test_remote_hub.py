@@ -115,6 +115,32 @@ def test_bad_remote_code_is_one_line(case, cache):
     assert "\n" not in str(raised.value)
 
 
+def _writing_marker(marker: Path) -> bytes:
+    """The stand-in's modeling module, plus a line that writes ``marker`` when the module is imported."""
+    return (STANDIN / "modeling_nemotron_standin.py").read_bytes() + f"\nimport pathlib\npathlib.Path({str(marker)!r}).touch()\n".encode()
+
+
+def test_a_snapshot_file_linked_out_of_the_cache_is_refused_before_its_code_runs(cache, tmp_path):
+    """A cache folder is passed around (docs/security.md, Remote code): a snapshot's file must link into its blobs."""
+    snapshot = lay_out_cache(cache, standin_files())
+    elsewhere = tmp_path / "elsewhere.py"
+    elsewhere.write_bytes(_writing_marker(tmp_path / "marker"))
+    (snapshot / "modeling_nemotron_standin.py").unlink()
+    (snapshot / "modeling_nemotron_standin.py").symlink_to(elsewhere)
+    with pytest.raises(ValueError, match=f"modeling_nemotron_standin.py links to {elsewhere}, outside the cache's blobs"):
+        activate_remote_code(f"{REPO}@{COMMIT}", require_pinned=True)
+    assert not (tmp_path / "marker").exists()
+
+
+def test_a_blob_edited_since_it_was_fetched_is_refused_before_its_code_runs(cache, tmp_path):
+    snapshot = lay_out_cache(cache, standin_files())
+    (snapshot / "modeling_nemotron_standin.py").resolve().write_bytes(_writing_marker(tmp_path / "marker"))
+    with pytest.raises(ValueError, match=r"modeling_nemotron_standin.py: its blob [0-9a-f]{40} no longer holds what that "
+                                         r"id names \(edited since it was fetched\); not loaded"):
+        activate_remote_code(f"{REPO}@{COMMIT}", require_pinned=True)
+    assert not (tmp_path / "marker").exists()
+
+
 def _hub_answers(error_class):
     """What snapshot_download raises when the Hub answers 404 for ``error_class``'s reason."""
     from huggingface_hub import errors

@@ -2,12 +2,16 @@
 
 from __future__ import annotations
 
+import zipfile
 from dataclasses import replace
+from datetime import datetime, timezone
 
 import pytest
-from hypothesis import Phase, settings
+from hypothesis import Phase, given, settings
+from hypothesis import strategies as st
 from hypothesis.database import (
     DirectoryBasedExampleDatabase,
+    ExampleDatabase,
     GitHubArtifactDatabase,
     InMemoryExampleDatabase,
     MultiplexedDatabase,
@@ -17,6 +21,7 @@ from hypothesis.database import (
 from parity.fleet import database
 from parity.fleet.database import DatabaseSetting, DatabaseSettingError, KeyPrefixedDatabase, database_setting
 from parity.targets import get_target
+from tests.hostile import marker_pickle
 
 IMPL = get_target("impl")
 
@@ -149,3 +154,69 @@ def test_a_real_redis_server_holds_the_examples(redis_url):
         assert list(used.fetch(b"key")) == [b"value"]
     finally:
         reader.delete(b"key", b"not shared")
+
+
+# --- what the database holds is bytes, never an object (docs/security.md, The example database) ----------------------
+
+
+FAILS = {"now": True}
+
+
+def _a_property(n):
+    assert not (FAILS["now"] and n > 3)
+
+
+class _Recording(ExampleDatabase):
+    """Another database, with what was fetched from it kept: the hostile values did reach Hypothesis."""
+
+    def __init__(self, db: ExampleDatabase) -> None:
+        super().__init__()
+        self.db, self.fetched = db, []
+
+    def fetch(self, key: bytes):
+        for value in self.db.fetch(key):
+            self.fetched.append(value)
+            yield value
+
+    def save(self, key: bytes, value: bytes) -> None:
+        self.db.save(key, value)
+
+    def delete(self, key: bytes, value: bytes) -> None:
+        self.db.delete(key, value)
+
+
+def _run(db: ExampleDatabase, fails: bool) -> None:
+    FAILS["now"] = fails
+    settings(database=KeyPrefixedDatabase(db, database.target_prefix(IMPL)), max_examples=20, derandomize=False,
+             deadline=None)(given(st.integers(0, 100))(_a_property))()  # keyed by _a_property, run after run
+
+
+def test_a_pickle_planted_in_the_shared_database_or_its_artifact_is_only_ever_choice_bytes(tmp_path):
+    """Hypothesis keeps a counterexample as the bytes of its choice sequence and replays it through the property's own
+    strategies: a pickle planted in a shared directory, or in the GitHub artifact made of one, is fetched as bytes that
+    parse as no choices, and runs nothing; a member named out of the artifact's folder is read in memory, never written."""
+    directory = tmp_path / "db"
+    with pytest.raises(AssertionError):
+        _run(DirectoryBasedExampleDatabase(directory), fails=True)  # the counterexample, saved
+    payload = marker_pickle(tmp_path / "marker")
+    entries = [path for path in directory.rglob("*") if path.is_file()]
+    assert entries
+    for path in entries:
+        path.write_bytes(payload)
+    (tmp_path / "outside").write_bytes(payload)
+    (entries[0].parent / "linked").symlink_to(tmp_path / "outside")
+    shared = _Recording(DirectoryBasedExampleDatabase(directory))
+    _run(shared, fails=False)
+    assert payload in shared.fetched and not (tmp_path / "marker").exists()
+
+    artifacts = tmp_path / "artifacts"
+    artifacts.mkdir()
+    stamp = datetime.now(timezone.utc).isoformat().replace(":", "_")  # a fresh download, as Hypothesis names it
+    with zipfile.ZipFile(artifacts / f"{stamp}.zip", "w") as archive:
+        for path in entries:
+            archive.writestr(str(path.relative_to(directory)), payload)
+        archive.writestr("../../escaped", payload)
+    artifact = _Recording(ReadOnlyDatabase(GitHubArtifactDatabase("owner", "repo", path=artifacts)))
+    _run(artifact, fails=False)
+    assert payload in artifact.fetched and not (tmp_path / "marker").exists()
+    assert not (tmp_path / "escaped").exists() and not (artifacts.parent.parent / "escaped").exists()

@@ -21,6 +21,7 @@ from parity.fleet.kept_failures import MAX_BYTES, SCHEMA, remember_failure, reme
 from parity.strategies import dataset, diffusion, pipeline, training
 from parity.table.rows import PROPERTIES
 from parity.targets import get_target
+from tests.hostile import marker_pickle
 
 pytestmark = pytest.mark.usefixtures("harness_self_check")
 
@@ -93,18 +94,8 @@ def test_a_failing_example_is_kept_as_versioned_json_and_read_back(cache):
 # --- hostile files -----------------------------------------------------------------------------------------
 
 
-class WritesMarker:
-    """Unpickling this runs ``Path(marker).touch()``: what a crafted pickle does with any code it likes."""
-
-    def __init__(self, marker: Path):
-        self.marker = marker
-
-    def __reduce__(self):
-        return Path.touch, (self.marker,)
-
-
 def test_the_planted_pickle_would_run_its_code(tmp_path):
-    pickle.loads(pickle.dumps(WritesMarker(tmp_path / "ran")))  # the payload is live: loading it is running it
+    pickle.loads(marker_pickle(tmp_path / "ran"))  # the payload is live: loading it is running it
     assert (tmp_path / "ran").exists()
 
 
@@ -115,10 +106,10 @@ def plant(folder: Path, name: str, kind: str, tmp_path: Path) -> str:
     honest["arguments"] = {"resumed": [honest["arguments"]["case"], 1]}
     path = folder / name
     if kind == "pickle":
-        path.write_bytes(pickle.dumps(WritesMarker(tmp_path / "marker")))
+        path.write_bytes(marker_pickle(tmp_path / "marker"))
         return "a pickle (an older harness kept these): never loaded"
     if kind == "pickle named json":
-        path.write_bytes(pickle.dumps(WritesMarker(tmp_path / "marker")))
+        path.write_bytes(marker_pickle(tmp_path / "marker"))
         return "not UTF-8 text"
     if kind == "link out of the folder":
         (tmp_path / "elsewhere.json").write_text(json.dumps(honest))
