@@ -138,13 +138,13 @@ def test_transformers_docstring_errors_printed_while_a_model_class_is_made_are_c
     with third_party.captured() as tally:
         class Backbone(Ministral3Model):
             @auto_docstring
-            def forward(self, input_ids=None, past_key_values=None, **kwargs):
+            def forward(self, input_ids=None, past_key_values=None, undocumented_knob=None, **kwargs):
                 return super().forward(input_ids=input_ids, **kwargs)
 
     assert capfd.readouterr().out == ""
-    ((source, message),) = tally
-    assert source == "transformers"
-    assert message.startswith("[ERROR] `past_key_values` is part of ") and "<locals>.Backbone.forward's signature" in message
+    said = {(source, message.partition(" is part of ")[0]) for source, message in tally}
+    assert ("transformers", "[ERROR] `undocumented_knob`") in said  # past_key_values too from 5.24, which renamed it
+    assert all(message.startswith("[ERROR] `") for _, message in tally)
 
 
 def test_stdout_is_what_it_was_after_the_block():
