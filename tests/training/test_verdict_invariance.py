@@ -38,7 +38,7 @@ def _marked(name: str):
 def test_a_perturbed_run_gets_the_same_verdict(name, tmp_path):
     case, records, verdict = verdict_of(name, str(tmp_path))
     words = verdict_words(verdict)
-    for seed in SEEDS:
+    for seed in SEEDS[:1] if name in CHEAP else SEEDS:  # the default run's share: one seed each
         moved = trainer_verdict(case, perturbed(records, verdict.comparisons, seed))
         assert verdict_words(moved) == words, f"seed {seed}:\n{moved.describe()}\n-- unperturbed --\n{verdict.describe()}"
 
