@@ -9,8 +9,8 @@ The plugin is inert until asked (docs/design.md, Test-suite practice). In a proj
 the package installed it adds its option group to ``pytest --help`` and nothing else: it imports
 neither Hypothesis nor torch, sets no environment variable and no thread count, registers no marker,
 and its fixtures are only used by tests that ask for them. It acts only in a *parity session*:
-``--parity-target`` (or its short spelling) given, or the project's ini sets ``parity_suite = true``
-(this repository does). Its options are namespaced; the short spellings ``--target``,
+``--parity-target`` (or its short spelling) given, or the project's ini names one (``parity_target``) or
+sets ``parity_suite = true`` (this repository does). Its options are namespaced; the short spellings ``--target``,
 ``--nemotron-remote-code`` and ``--require-pinned-revision`` are added only where no other plugin or
 conftest owns them, so a project's own ``--target`` keeps working.
 """
@@ -85,6 +85,8 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         help="run only the examples the database holds (Hypothesis's reuse phase): nothing drawn, nothing shrunk",
     )
     parser.addini("parity_suite", type="bool", default=False, help="this project runs the parity property suite")
+    parser.addini("parity_target", default="", help="this project's parity target when --parity-target is not given "
+                  "(a parity session, as parity_suite = true is)")
 
 
 @pytest.hookimpl(hookwrapper=True)
@@ -92,7 +94,7 @@ def pytest_load_initial_conftests(early_config: pytest.Config, parser: pytest.Pa
     """Before the conftests load: passive OpenMP waiting in a session that asks for parity (before any
     conftest can import torch). After them, once every plugin and root conftest has added its options:
     the short spellings nobody owns."""
-    if getattr(early_config.known_args_namespace, "parity_target", None) is not None or early_config.getini("parity_suite"):
+    if selected_target(early_config, early_config.known_args_namespace) or early_config.getini("parity_suite"):
         wait_passively()
     yield
     owned = _option_names(parser)
@@ -114,8 +116,14 @@ def _option_names(parser: pytest.Parser) -> set[str] | None:
             for name in option.names()}
 
 
+def selected_target(config: pytest.Config, options=None) -> str | None:
+    """The target named by ``--parity-target``, else by the project's ``parity_target`` ini option."""
+    named = getattr(options, "parity_target", None) if options is not None else config.getoption("parity_target")
+    return named or config.getini("parity_target") or None
+
+
 def is_parity_session(config: pytest.Config) -> bool:
-    return config.getoption("parity_target") is not None or bool(config.getini("parity_suite"))
+    return selected_target(config) is not None or bool(config.getini("parity_suite"))
 
 
 @pytest.hookimpl(tryfirst=True)
@@ -149,7 +157,7 @@ def pytest_configure(config: pytest.Config) -> None:
     from parity.targets import UnknownTargetError, builtin_targets, get_target
 
     try:
-        config.parity_target = get_target(config.getoption("parity_target") or "impl")
+        config.parity_target = get_target(selected_target(config) or "impl")
         for name in ("transformers", config.parity_target.requires):  # refused before any work (docs/install.md)
             check_supported(name)
         if config.parity_target.name not in builtin_targets() and not hasattr(config, "workerinput"):

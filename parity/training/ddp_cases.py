@@ -11,7 +11,8 @@ case space (``parity.cases.draw_trainer_case``, the one the suite's strategy rea
 trains on its share, observed from outside (docs/trainer.md), and sends its record to rank 0, which
 replays all ranks' draws in the oracle and prints one JSON verdict per case, with the kinds of
 what failed. ``--trainer module:Class`` (repeatable) runs trainers that are not registered targets
-instead, ``--also case=module:Class`` one more trainer on one fixed case.
+instead, ``--also case=module:Class`` one more trainer on one fixed case. A trainer whose ``ShippedTrainer``
+declares one rank only (``one_rank_only``) declines every case on more.
 """
 
 from __future__ import annotations
@@ -164,6 +165,10 @@ def main(argv: list[str] | None = None) -> int:
         if rank == 0 and args.progress:
             with open(args.progress, "a") as progress:
                 progress.write(f"{key} ({number}/{len(runs)})\n")
+        if world_size > 1 and (reason := as_shipped(trainer_class).one_rank_only):  # every rank skips it alike
+            if rank == 0:
+                verdicts[key] = declined([f"it trains on one rank only: {reason}"])
+            continue
         if args.dtype:
             case = at_dtype(case, args.dtype)
         case = replace(case, device=args.device)

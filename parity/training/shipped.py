@@ -35,6 +35,9 @@ class ShippedTrainer:
       it is, the harness wraps it to observe what it served, and the oracle replays that.
     * ``processing_class``: ``model -> tokenizer``; None: :func:`tiny_tokenizer`, the model's ids.
     * ``eps_domain``: the eps the trainer accepts; a drawn case outside runs at the nearest eps inside.
+    * ``one_rank_only``: why the trainer trains on one rank only, in words (say, a research loop that never
+      gathers its counts); its two-rank cases are declined and a session's distributed tests skip, naming
+      this, instead of training it where it never meant to run (docs/trainer.md, Two ranks).
     """
 
     trainer: type
@@ -44,6 +47,7 @@ class ShippedTrainer:
     collator: Callable[[Any], Callable] | str | None = None
     processing_class: Callable[[Any], Any] | None = None
     eps_domain: EpsDomain = PUBLISHED_EPS_DOMAIN
+    one_rank_only: str | None = None
 
     def __post_init__(self):
         if not (isinstance(self.trainer, type) and issubclass(self.trainer, Trainer)):
@@ -60,6 +64,9 @@ class ShippedTrainer:
             raise ValueError(
                 f"ShippedTrainer.collator is a factory, None or TRAINERS_OWN ({TRAINERS_OWN!r}), got {self.collator!r}"
             )
+        if self.one_rank_only is not None and not (isinstance(self.one_rank_only, str) and self.one_rank_only.strip()):
+            raise TypeError(f"ShippedTrainer.one_rank_only says why the trainer trains on one rank only, in words; "
+                            f"got {self.one_rank_only!r}")
 
     @property
     def __name__(self) -> str:

@@ -1,6 +1,7 @@
 """A project that has the harness installed and never asks for parity runs its pytest unchanged
 (parity/pytest_plugin.py): its own ``--target`` option keeps working, and the plugin imports neither
-Hypothesis nor torch, sets no environment variable and registers no marker there.
+Hypothesis nor torch, sets no environment variable and registers no marker there. A project's ini may name
+its target (``parity_target``), which makes its runs parity sessions as ``--parity-target`` does.
 """
 
 from __future__ import annotations
@@ -8,6 +9,8 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+
+from parity.pytest_plugin import is_parity_session, selected_target
 
 #: The project's own root conftest: a deployment ``--target``, a common option name.
 CONFTEST = '''
@@ -44,3 +47,22 @@ def test_a_project_with_its_own_target_option_runs_its_pytest_unchanged(tmp_path
     )
     assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
     assert "2 passed" in result.stdout
+
+
+class _Config:
+    """What ``selected_target`` reads of a config: ``--parity-target`` and the ini."""
+
+    def __init__(self, option: str | None, ini: str):
+        self.option, self.ini = option, ini
+
+    def getoption(self, name: str):
+        return self.option
+
+    def getini(self, name: str):
+        return {"parity_target": self.ini, "parity_suite": False}[name]
+
+
+def test_a_projects_ini_may_name_its_target_and_the_option_wins():
+    assert selected_target(_Config(None, "theirs")) == "theirs" and is_parity_session(_Config(None, "theirs"))
+    assert selected_target(_Config("mine", "theirs")) == "mine"
+    assert not is_parity_session(_Config(None, ""))

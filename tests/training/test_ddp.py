@@ -1,17 +1,18 @@
 """Two real processes over Gloo: every rank's gradients and parameters equal the oracle over all ranks' rows.
 
-The default run launches once: every shipped trainer (impl's loss-pair trainer and the logits trainer,
-and their pre-fix twins) on the four fixed cases (unequal counts, one rank empty, all empty, rank-local
-with the ranks seeded apart): the two correct ones must hold, the twins be caught wherever a rank's
-count is not the window's, and a planted bug of the logits trainer's rank-local branch be caught too. The ``long`` run (conftest.py) launches the exploration: two cases
-drawn from the suite's case space and two trainers that draw their noise elsewhere. The drawn cases'
-seed is 0 under CI (reproducible) and random otherwise; a failure names it, and ``PARITY_DDP_SEED``
-replays it.
-"""
+The default run launches once (``parity.training.ddp_session``): every shipped trainer (impl's loss-pair
+trainer and the logits trainer, and their pre-fix twins) on the four fixed cases (unequal counts, one rank
+empty, all empty, rank-local with the ranks seeded apart): the two correct ones must hold, the twins be caught
+wherever a rank's count is not the window's, and a planted bug of the logits trainer's rank-local branch be
+caught too. Under ``--target T`` the launch trains T's trainer, which must hold; where T cannot train on two
+ranks (no trainer, one declared rank, a machine too small) its tests skip naming why
+(tests/training/test_ddp_session.py runs trainers of another distribution through them). The ``long`` run
+(conftest.py) launches the exploration: two cases drawn from the suite's case space and two trainers that
+draw their noise elsewhere. The drawn cases' seed is 0 under CI (reproducible) and random otherwise; a
+failure names it, and ``PARITY_DDP_SEED`` replays it."""
 
 from __future__ import annotations
 
-import json
 import os
 import random
 
@@ -19,11 +20,11 @@ import pytest
 
 from parity.targets import get_target
 from parity.training.ddp_cases import DDP_CASES
+from parity.training.ddp_session import WORLD_SIZE, NotOnTwoRanks, launch_trainers
 from parity.training.distributed import RankFailed, launch
 
 pytestmark = [pytest.mark.distributed, pytest.mark.xdist_group("distributed")]
 
-WORLD_SIZE = 2
 DRAWN = 2
 #: Two trainers that draw the noise elsewhere than the whole window at once (the one from the wild that a
 #: greedy replay called wrong, and the model's own forward with a deferred backward), on the case whose ranks
@@ -32,58 +33,59 @@ INTERLEAVED = ("tests.training.interleavings:FetchThenDrawTrainer", "tests.train
 INTERLEAVED_CASE = "rank-local"
 DRAW_SEED = int(os.environ.get("PARITY_DDP_SEED", 0 if os.environ.get("CI") else random.randrange(2**16)))
 #: The shipped trainers beside the session's target (when it is impl), each on every fixed case.
-CORRECT = (get_target("impl").trainer, get_target("logits").trainer)
-TWINS = (get_target("known-bug:local-mean").trainer, get_target("known-bug:logits-local-mean").trainer)
+CORRECT = ("impl", "logits")
+TWINS = ("known-bug:local-mean", "known-bug:logits-local-mean")
 #: A local mean differs from the window's count wherever the window's masked tokens are not split evenly;
 #: with every rank empty the loss is 0 either way.
 CAUGHT_ON = ("unequal-counts", "one-rank-empty", "rank-local")
 #: A planted bug no one-rank case can show: the logits trainer scaling by the world size when it did not
 #: gather the counts (tests/quality/corner_bugs.py).
 RANK_LOCAL_SCALED = "tests.quality.corner_bugs:RankLocalScaledLogitsTrainer"
+#: A trainer that declares one rank only: in the launch at no cost, every case declined naming why.
+ONE_RANK = "tests.training.shipped_trainers:ONE_RANK"
 
 
-def _launch(target, tmp_path_factory, arguments: list[str]) -> dict:
-    if not target.provides("trainer"):
-        pytest.skip(f"target {target.name!r} has no trainer interface")
-    result = tmp_path_factory.mktemp("ddp") / "verdicts.json"
-    launch("parity.training.ddp_cases", ["--json", str(result), *arguments], WORLD_SIZE, timeout_s=600)
-    return json.loads(result.read_text())["cases"]
+def judged(target) -> list[str]:
+    """The targets whose trainers the session judges on two ranks: its own; under impl (the default), every
+    shipped trainer and its pre-fix twin."""
+    return [*CORRECT, *TWINS] if target.name == "impl" else [target.name]
 
 
-def shipped_trainers(target) -> list[str]:
-    """The session's target's trainer; under impl (the default), every shipped trainer and the planted bug."""
-    if target.name != "impl":
-        return [target.trainer]
-    return [*CORRECT, *TWINS, RANK_LOCAL_SCALED]
+def verdict(launched, trainer: str, case: str | None = None) -> dict:
+    """``trainer``'s verdict on ``case`` (on every case it ran, without one); a skip naming why where it has
+    none (left out of the launch, a case declined), never a missing key."""
+    try:
+        return launched.of(trainer) if case is None else launched.case(trainer, case)
+    except NotOnTwoRanks as why:
+        pytest.skip(str(why))
 
 
 @pytest.fixture(scope="session")
-def verdicts(target, tmp_path_factory):
-    """The default run's cases in one launch: the process start and imports (~7 s a rank) are paid once, and
-    each further trainer costs its four runs only (about a second each).
+def verdicts(target):
+    """The default run's cases in one launch (``parity.training.ddp_session``): the session's trainers and,
+    under impl, the planted bug and a trainer declaring one rank only.
 
     Session scope: xdist may hand this module's tests to its worker in several batches, and a
-    module fixture would be torn down (and the launch paid again) between them. Keyed ``MODULE:CLASS case``.
+    module fixture would be torn down (and the launch paid again) between them.
     """
-    if not target.provides("trainer"):
-        pytest.skip(f"target {target.name!r} has no trainer interface")
-    return _launch(target, tmp_path_factory, [a for path in shipped_trainers(target) for a in ("--trainer", path)])
+    planted = [RANK_LOCAL_SCALED, ONE_RANK] if target.name == "impl" else []
+    return launch_trainers([get_target(name) for name in judged(target)], planted)
 
 
 @pytest.fixture(scope="session")
-def explored(target, tmp_path_factory):
+def explored(target):
     """The ``long`` run's cases in one launch: the drawn cases and the trainers drawing elsewhere."""
     arguments = ["--draw", str(DRAWN), "--draw-seed", str(DRAW_SEED)]
-    return _launch(target, tmp_path_factory, ["--target", target.name, *arguments]
-                   + [a for path in INTERLEAVED for a in ("--also", f"{INTERLEAVED_CASE}={path}")])
+    return launch_trainers([target], arguments=[*arguments, *(a for path in INTERLEAVED
+                                                             for a in ("--also", f"{INTERLEAVED_CASE}={path}"))])
 
 
 @pytest.mark.long
 @pytest.mark.parametrize("path", INTERLEAVED)
 def test_a_trainer_drawing_elsewhere_matches_the_reference_on_two_ranks(explored, path):
     """docs/trainer.md, Where a trainer may draw (every interleaving on every case: nightly, test_interleavings.py)."""
-    verdict = explored[f"{path} {INTERLEAVED_CASE}"]
-    assert verdict["holds"], f"{', '.join(verdict['kinds'])}: {verdict['worst']}"
+    result = verdict(explored, path, INTERLEAVED_CASE)
+    assert result["holds"], f"{', '.join(result['kinds'])}: {result['worst']}"
 
 
 def _only_under_impl(target) -> None:
@@ -95,37 +97,46 @@ def _only_under_impl(target) -> None:
 @pytest.mark.parametrize("case", CAUGHT_ON)
 def test_each_pre_fix_twin_is_caught_on_two_ranks(target, verdicts, twin, case):
     _only_under_impl(target)
-    verdict = verdicts[f"{twin} {case}"]
-    assert not verdict["holds"], f"{twin} passed {case} on two ranks"
-    assert "normalisation" in verdict["kinds"] and "the local mean" in verdict["diagnosis"], verdict
+    result = verdict(verdicts, twin, case)
+    assert not result["holds"], f"{twin} passed {case} on two ranks"
+    assert "normalisation" in result["kinds"] and "the local mean" in result["diagnosis"], result
 
 
 def test_a_rank_local_scaling_bug_of_the_logits_trainer_is_caught(target, verdicts):
     _only_under_impl(target)
-    assert not verdicts[f"{RANK_LOCAL_SCALED} rank-local"]["holds"]
-    assert "normalisation" in verdicts[f"{RANK_LOCAL_SCALED} rank-local"]["kinds"]
-    assert all(verdicts[f"{RANK_LOCAL_SCALED} {case}"]["holds"] for case in DDP_CASES if case != "rank-local")
+    cases = verdict(verdicts, RANK_LOCAL_SCALED)
+    assert not cases["rank-local"]["holds"] and "normalisation" in cases["rank-local"]["kinds"]
+    assert all(cases[case]["holds"] for case in DDP_CASES if case != "rank-local")
+
+
+def test_a_trainer_declaring_one_rank_declines_every_case_naming_why(target, verdicts):
+    _only_under_impl(target)
+    cases = verdict(verdicts, ONE_RANK)
+    assert {case: v.get("declined") for case, v in cases.items()} == dict.fromkeys(
+        DDP_CASES, "it trains on one rank only: a research loop written for one GPU")
+    with pytest.raises(NotOnTwoRanks, match=r"declined unequal-counts on two ranks: it trains on one rank only"):
+        verdicts.case(ONE_RANK, "unequal-counts")
 
 
 @pytest.mark.parametrize("case", sorted(DDP_CASES))
 def test_every_rank_matches_the_reference(target, verdicts, case):
-    for trainer in CORRECT if target.name == "impl" else [target.trainer]:
-        verdict = verdicts[f"{trainer} {case}"]
-        assert verdict["holds"], f"{trainer}: {', '.join(verdict['kinds'])}: {verdict['worst']}"
+    for trainer in CORRECT if target.name == "impl" else [target.name]:
+        result = verdict(verdicts, trainer, case)
+        assert result["holds"], f"{trainer}: {', '.join(result['kinds'])}: {result.get('diagnosis') or ''}\n{result['worst']}"
 
 
 @pytest.mark.long
 @pytest.mark.parametrize("index", range(DRAWN))
-def test_every_rank_matches_the_reference_on_a_drawn_case(explored, index):
-    verdict = explored[f"drawn-{DRAW_SEED}-{index}"]
-    assert verdict["holds"], (
-        f"PARITY_DDP_SEED={DRAW_SEED}, case {verdict['case']}\n{', '.join(verdict['kinds'])}: {verdict['worst']}"
+def test_every_rank_matches_the_reference_on_a_drawn_case(target, explored, index):
+    result = verdict(explored, target.name, f"drawn-{DRAW_SEED}-{index}")
+    assert result["holds"], (
+        f"PARITY_DDP_SEED={DRAW_SEED}, case {result['case']}\n{', '.join(result['kinds'])}: {result['worst']}"
     )
 
 
-def test_the_cases_realize_what_they_are_named_for(verdicts):
-    first = next(iter(verdicts)).rpartition(" ")[0]
-    totals = {name: [sum(counts) for counts in verdicts[f"{first} {name}"]["counts_per_rank"]] for name in DDP_CASES}
+def test_the_cases_realize_what_they_are_named_for(harness_self_check, verdicts):
+    cases = verdict(verdicts, "impl")
+    totals = {name: [sum(counts) for counts in cases[name]["counts_per_rank"]] for name in DDP_CASES}
     assert totals["unequal-counts"][0] != totals["unequal-counts"][1] and min(totals["unequal-counts"]) > 0
     assert totals["one-rank-empty"][1] == 0 < totals["one-rank-empty"][0]
     assert totals["all-ranks-empty"] == [0, 0]

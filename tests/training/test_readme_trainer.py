@@ -16,13 +16,18 @@ REPOSITORY = Path(__file__).resolve().parents[2]
 HEADER = "# my_pkg/diffusion_trainer.py\n"
 
 
-def documented_trainer():
-    """The class from the one code block that starts with HEADER, in README.md or docs/."""
+def documented_source() -> str:
+    """The one code block that starts with HEADER, in README.md or docs/: a user's module as they would copy it."""
     blocks = [block for path in [REPOSITORY / "README.md", *sorted((REPOSITORY / "docs").glob("*.md"))]
               for block in re.findall(r"```python\n(" + re.escape(HEADER) + r".*?)```", path.read_text(), flags=re.S)]
     assert len(blocks) == 1, f"one documented example trainer ({HEADER.strip()}), found {len(blocks)}"
+    return blocks[0]
+
+
+def documented_trainer():
+    """The class ``MyDiffusionTrainer`` of :func:`documented_source`."""
     module = types.ModuleType("my_pkg.diffusion_trainer")
-    exec(compile(blocks[0], "my_pkg/diffusion_trainer.py", "exec"), module.__dict__)  # noqa: S102 (our own docs)
+    exec(compile(documented_source(), "my_pkg/diffusion_trainer.py", "exec"), module.__dict__)  # noqa: S102 (our own docs)
     return module.MyDiffusionTrainer
 
 

@@ -88,6 +88,8 @@ def test_what_a_target_ships_is_checked_where_it_is_declared():
         ShippedTrainer(ResearchDiffusionTrainer, arguments=dict)
     with pytest.raises(TypeError, match="a transformers.Trainer subclass, a parity ShippedTrainer, or a factory"):
         as_shipped(TrainingArguments)
+    with pytest.raises(TypeError, match="one_rank_only says why the trainer trains on one rank only, in words; got True"):
+        ShippedTrainer(LogitsDiffusionTrainer, one_rank_only=True)
     assert as_shipped(lambda: RESEARCH) is RESEARCH and as_shipped(LogitsDiffusionTrainer).arguments is TrainingArguments
 
 
