@@ -27,6 +27,7 @@ from parity.targets import Target
 FAILURES = "parity-failures"
 #: The format of a kept file; another is refused, not guessed at.
 SCHEMA = "parity-failure/1"
+_KEYS = ("schema", "target", "property", "arguments")
 #: A kept example is a few kilobytes (its documents as short arrays); a larger file is refused unread.
 MAX_BYTES = 4 * 2**20
 #: What an older harness kept; named and refused, never loaded.
@@ -112,9 +113,6 @@ def _read(path: Path, root: Path) -> dict:
 
 def _no_constant(name: str):
     raise CaseDataError(f"holds {name}, which is not a number JSON has")
-
-
-_KEYS = ("schema", "target", "property", "arguments")
 
 
 def _arguments(data: dict, target: Target, prop) -> dict:
