@@ -1,0 +1,112 @@
+"""The causal-LM window rule, written to be read (docs/causal-lm.md).
+
+One optimizer step follows the gradient of
+
+    L* = sum over every rank, microbatch, row and document of the next-token cross-entropy
+         on its supervised positions  /  max(N, 1)
+
+with ``N`` the number of supervised positions *after the shift* over the whole accumulation window and every
+rank. A position is supervised when the label of the token it predicts is not -100; the first label of a document
+is never a target, since nothing precedes it. A packed row is its documents side by side: each is run on its own
+here (its positions restart, nothing attends across), which is what a packed forward with restarting
+``position_ids`` and document masking must equal.
+
+Nothing is accumulated, rescaled or averaged: every document's summed loss is added up, divided once, and one
+backward pass gives the gradients; then plain SGD. Rows hold plain lists, so no production collator, packer or
+shift stands between the rows and this arithmetic.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import torch
+import torch.nn.functional as F
+from torch import nn
+from transformers import LlamaConfig, LlamaForCausalLM
+
+from oracle.window_reference import StepResult, apply_sgd
+
+IGNORE_INDEX = -100
+
+#: The tiny causal LM every causal-LM run trains: a Llama of two layers, eager attention (the one every release and
+#: every device computes the same way), an untied head.
+TINY_CAUSAL_CONFIG = dict(
+    vocab_size=32, hidden_size=16, intermediate_size=32, num_hidden_layers=2, num_attention_heads=2,
+    num_key_value_heads=1, max_position_embeddings=64, tie_word_embeddings=False, bos_token_id=1, eos_token_id=2,
+    pad_token_id=0,
+)
+
+
+def tiny_causal_lm(seed: int = 0, dtype: torch.dtype = torch.float32) -> LlamaForCausalLM:
+    """The tiny causal LM with weights drawn from ``seed`` (the same weights in every dtype)."""
+    torch.manual_seed(seed)
+    config = LlamaConfig(**TINY_CAUSAL_CONFIG)
+    config._attn_implementation = "eager"
+    model = LlamaForCausalLM(config)
+    with torch.no_grad():
+        generator = torch.Generator().manual_seed(seed)
+        for parameter in model.parameters():
+            parameter.copy_(torch.randn(parameter.shape, generator=generator, dtype=torch.float64) * 0.5)
+    return model.to(dtype)
+
+
+@dataclass(frozen=True)
+class Document:
+    """One document: its token ids and, aligned with them, its labels (-100 where nothing is supervised)."""
+
+    ids: tuple[int, ...]
+    labels: tuple[int, ...]
+
+    def __post_init__(self):
+        if len(self.ids) != len(self.labels) or not self.ids:
+            raise ValueError(f"a document needs as many labels as ids, and at least one id: {self}")
+
+    @property
+    def supervised(self) -> int:
+        """The positions whose next token is a target: the labels after the first that are not -100."""
+        return sum(label != IGNORE_INDEX for label in self.labels[1:])
+
+
+@dataclass(frozen=True)
+class Row:
+    """One row of a microbatch: a single document, or several packed side by side."""
+
+    documents: tuple[Document, ...]
+
+    @property
+    def supervised(self) -> int:
+        return sum(document.supervised for document in self.documents)
+
+
+def document_sum(model: nn.Module, document: Document) -> torch.Tensor:
+    """The summed next-token cross-entropy over the document's supervised positions, the document alone."""
+    device = next(model.parameters()).device
+    ids = torch.tensor([document.ids], device=device)
+    logits = model(input_ids=ids).logits[0]
+    targets = torch.tensor(document.labels[1:], device=device)
+    supervised = targets != IGNORE_INDEX
+    if not bool(supervised.any()):
+        return logits.sum() * 0.0  # a path to every parameter the logits depend on, valued zero
+    return F.cross_entropy(logits[:-1][supervised].to(torch.float64), targets[supervised], reduction="sum")
+
+
+def window_count(ranks: Sequence[Sequence[Sequence[Row]]]) -> int:
+    """``N``: the supervised positions after the shift, over every rank's every microbatch."""
+    return sum(row.supervised for microbatches in ranks for microbatch in microbatches for row in microbatch)
+
+
+def window_loss(model: nn.Module, ranks: Sequence[Sequence[Sequence[Row]]]) -> torch.Tensor:
+    """``L*``: ``ranks[r][g]`` is microbatch ``g`` of rank ``r``, a list of rows."""
+    total = sum(document_sum(model, document) for microbatches in ranks for microbatch in microbatches
+                for row in microbatch for document in row.documents)
+    return total / max(window_count(ranks), 1)
+
+
+def window_step(model: nn.Module, ranks: Sequence[Sequence[Sequence[Row]]], lr: float) -> StepResult:
+    """One window: its loss, one backward, then plain SGD (``p <- p - lr * grad``)."""
+    model.zero_grad(set_to_none=True)
+    loss = window_loss(model, ranks)
+    loss.backward()
+    return apply_sgd(model, loss, lr)

@@ -1,0 +1,40 @@
+"""The rows a causal-LM case trains on, drawn from its ``data_seed`` (docs/causal-lm.md, The rows).
+
+Every rank gets ``steps`` windows of ``window_size`` microbatches of ``rows_per_microbatch`` rows. A row is a
+prompt (labels -100) and an answer (labels = ids), of a drawn length; about one row in five is prompt only,
+so a microbatch, a window or a rank may supervise nothing; a packed row holds two such documents side by
+side. Plain lists: each driver turns them into its own batches (padding, position ids, its collator).
+"""
+
+from __future__ import annotations
+
+import torch
+
+from oracle.causal_lm import IGNORE_INDEX, TINY_CAUSAL_CONFIG, Document, Row
+from parity.training.causal.record import CausalCase
+
+#: Ids below this are special (pad 0, BOS 1, EOS 2): a drawn token is never one of them.
+FIRST_ID = 3
+
+
+def _document(generator: torch.Generator, length: int, prompt_only: bool) -> Document:
+    ids = torch.randint(FIRST_ID, TINY_CAUSAL_CONFIG["vocab_size"], (length,), generator=generator).tolist()
+    prompt = length if prompt_only else int(torch.randint(1, length, (1,), generator=generator))
+    return Document(tuple(ids), tuple([IGNORE_INDEX] * prompt + ids[prompt:]))
+
+
+def _row(generator: torch.Generator, case: CausalCase) -> Row:
+    pieces = 2 if case.packed else 1
+    documents = []
+    for _ in range(pieces):
+        length = int(torch.randint(2, case.max_length // pieces + 1, (1,), generator=generator))
+        prompt_only = bool(torch.rand((), generator=generator) < 0.2)
+        documents.append(_document(generator, length, prompt_only))
+    return Row(tuple(documents))
+
+
+def case_rows(case: CausalCase) -> list[list[list[list[Row]]]]:
+    """``rows[r][k][g]``: the rows of microbatch ``g`` of window ``k`` on rank ``r``."""
+    generator = torch.Generator().manual_seed(case.data_seed)
+    return [[[[_row(generator, case) for _ in range(case.rows_per_microbatch)] for _ in range(case.window_size)]
+             for _ in range(case.steps)] for _ in range(case.world_size)]

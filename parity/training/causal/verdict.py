@@ -1,0 +1,61 @@
+"""A causal-LM run beside the oracle, and its verdict (docs/causal-lm.md, The verdict).
+
+The oracle is the window rule, :func:`oracle.causal_lm.window_step`, over every rank's rows of each window: the
+golden in float64 on the CPU from the run's own starting weights, and two references in the working dtype the
+budget is derived from (docs/budget.md): the windows reversed (microbatches and rows) along the oracle's own
+trajectory, and in order from the target's parameters before each step. Every rank's logged loss, every gradient
+and every parameter after every step is held to its budget; a ``normalisation`` failure is then named by the
+objective the run follows (:mod:`parity.training.causal.objectives`), and what a driver patched to run here is said.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import torch
+
+from oracle.causal_lm import tiny_causal_lm, window_step
+from parity.budget import along_trajectory, before_each
+from parity.compare import Verdict, judge
+from parity.devices import torch_dtype
+from parity.training.causal.objectives import name_causal_objective
+from parity.training.causal.record import CausalCase, CausalRecord, step_windows
+from parity.training.step_compare import compare_steps
+
+
+def _reversed(ranks):
+    return [[list(reversed(microbatch)) for microbatch in reversed(microbatches)] for microbatches in ranks]
+
+
+def oracle_steps(case: CausalCase, records: Sequence[CausalRecord], dtype: torch.dtype, device: str,
+                 reverse: bool = False, along: Sequence | None = None) -> list:
+    """The window rule over the run's windows in ``dtype``, from the weights the run started from."""
+    model = tiny_causal_lm(case.model_seed, torch_dtype(case.dtype)).to(device, dtype)
+    windows = [_reversed(ranks) if reverse else ranks for ranks in step_windows(records)]
+    starts = [None] * len(windows) if along is None else before_each(along)
+    return along_trajectory(model, windows, lambda m, k, ranks: window_step(m, ranks, case.lr), starts)
+
+
+def causal_verdict(case: CausalCase, records: Sequence[CausalRecord]) -> Verdict:
+    """Every rank's steps against the window rule, each tensor within its budget, and the verdict's diagnosis."""
+    findings = [finding for record in records for finding in record.findings]
+    if not records[0].steps:
+        return judge([], findings)
+    precision = torch_dtype(case.dtype)
+    golden = oracle_steps(case, records, torch.float64, "cpu")
+    refs = [oracle_steps(case, records, precision, case.device, reverse=True),
+            oracle_steps(case, records, precision, case.device, along=records[0].steps)]
+    ranked = len(records) > 1
+    comparisons = []
+    for rank, record in enumerate(records):
+        comparisons += compare_steps(record.steps, refs, golden, precision, rank=rank if ranked else None, own_refs=1)
+    verdict = judge(comparisons, findings)
+    if "normalisation" in verdict.failure_kinds:
+        named = name_causal_objective(case, records, verdict.comparisons)
+        if named is not None:
+            verdict.diagnosis = named
+    patched = sorted({line for record in records for line in record.patched})
+    if patched:
+        said = f"patched to run here: {'; '.join(patched)}"
+        verdict.diagnosis = f"{verdict.diagnosis} ({said})" if verdict.diagnosis else said
+    return verdict
