@@ -434,3 +434,33 @@ def draw_trainer_case(
         train_batch_size=train_batch_size,
         prompt_only_rows=prompt_only,
     )
+
+
+@dataclass(frozen=True)
+class CausalCase:
+    """Everything a causal-LM run depends on: the rows are drawn from ``data_seed`` by the case strategies
+    (``parity.training.causal.rows``), the model from ``model_seed``."""
+
+    window_size: int = 2  # microbatches per optimizer step (gradient accumulation steps)
+    steps: int = 2
+    rows_per_microbatch: int = 2
+    max_length: int = 12
+    data_seed: int = 0
+    model_seed: int = 0
+    lr: float = 1.0
+    dtype: str = "float32"
+    device: str = "cpu"
+    world_size: int = 1
+    #: every rank's count summed (transformers' ``average_tokens_across_devices=True``) or each rank its own
+    average_tokens_across_devices: bool = True
+    #: rows of several documents, positions restarting per document
+    packed: bool = False
+
+    def __post_init__(self):
+        for name in ("window_size", "steps", "rows_per_microbatch", "world_size"):
+            if getattr(self, name) < 1:
+                raise ValueError(f"{name} must be >= 1, got {getattr(self, name)!r}")
+        if self.max_length < 3:
+            raise ValueError(f"max_length must be >= 3, got {self.max_length!r}")
+        if self.dtype not in ("float32", "float64", "bfloat16"):
+            raise ValueError(f"dtype must be one of float32, float64, bfloat16; got {self.dtype!r}")
