@@ -139,6 +139,8 @@ def test_its_one_gpu_twin_fails_with_the_rank_local_verdict(installed):
 
 
 @pytest.mark.long
+@pytest.mark.distributed  # its session still launches the harness's own rank checks
+@pytest.mark.xdist_group("distributed")
 def test_the_same_trainer_declaring_one_rank_skips_naming_why(installed):
     result = their_ci(installed, "--target", "theirs-one-rank")
     assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
