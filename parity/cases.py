@@ -455,6 +455,8 @@ class CausalCase:
     average_tokens_across_devices: bool = True
     #: rows of several documents, positions restarting per document
     packed: bool = False
+    #: ranks whose rows are all prompt: they supervise nothing, and the window's count is the other ranks'
+    empty_ranks: tuple[int, ...] = ()
 
     def __post_init__(self):
         for name in ("window_size", "steps", "rows_per_microbatch", "world_size"):
@@ -462,5 +464,7 @@ class CausalCase:
                 raise ValueError(f"{name} must be >= 1, got {getattr(self, name)!r}")
         if self.max_length < 3:
             raise ValueError(f"max_length must be >= 3, got {self.max_length!r}")
+        if any(not 0 <= rank < self.world_size for rank in self.empty_ranks):
+            raise ValueError(f"empty_ranks must be ranks of world_size {self.world_size}, got {self.empty_ranks!r}")
         if self.dtype not in ("float32", "float64", "bfloat16"):
             raise ValueError(f"dtype must be one of float32, float64, bfloat16; got {self.dtype!r}")

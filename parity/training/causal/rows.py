@@ -2,8 +2,8 @@
 
 Every rank gets ``steps`` windows of ``window_size`` microbatches of ``rows_per_microbatch`` rows. A row is a
 prompt (labels -100) and an answer (labels = ids), of a drawn length; about one row in five is prompt only,
-so a microbatch, a window or a rank may supervise nothing; a packed row holds two such documents side by
-side. Plain lists: each driver turns them into its own batches (padding, position ids, its collator).
+so a microbatch, a window or a rank may supervise nothing (``empty_ranks``: a rank that surely does); a
+packed row holds two such documents side by side. Plain lists: each driver turns them into its own batches (padding, position ids, its collator).
 """
 
 from __future__ import annotations
@@ -23,12 +23,12 @@ def _document(generator: torch.Generator, length: int, prompt_only: bool) -> Doc
     return Document(tuple(ids), tuple([IGNORE_INDEX] * prompt + ids[prompt:]))
 
 
-def _row(generator: torch.Generator, case: CausalCase) -> Row:
+def _row(generator: torch.Generator, case: CausalCase, empty: bool) -> Row:
     pieces = 2 if case.packed else 1
     documents = []
     for _ in range(pieces):
         length = int(torch.randint(2, case.max_length // pieces + 1, (1,), generator=generator))
-        prompt_only = bool(torch.rand((), generator=generator) < 0.2)
+        prompt_only = bool(torch.rand((), generator=generator) < 0.2) or empty
         documents.append(_document(generator, length, prompt_only))
     return Row(tuple(documents))
 
@@ -36,5 +36,5 @@ def _row(generator: torch.Generator, case: CausalCase) -> Row:
 def case_rows(case: CausalCase) -> list[list[list[list[Row]]]]:
     """``rows[r][k][g]``: the rows of microbatch ``g`` of window ``k`` on rank ``r``."""
     generator = torch.Generator().manual_seed(case.data_seed)
-    return [[[[_row(generator, case) for _ in range(case.rows_per_microbatch)] for _ in range(case.window_size)]
-             for _ in range(case.steps)] for _ in range(case.world_size)]
+    return [[[[_row(generator, case, rank in case.empty_ranks) for _ in range(case.rows_per_microbatch)]
+              for _ in range(case.window_size)] for _ in range(case.steps)] for rank in range(case.world_size)]
