@@ -176,10 +176,12 @@ def _checked_and_run(parser: argparse.ArgumentParser, args: argparse.Namespace):
             preflight(target, args.seed)
     except (ValueError, TypeError, UnknownTargetError, TargetLoadError, UnsupportedRelease) as error:
         parser.error(str(error))
-    # Installed and optional targets are columns only when selected (parity.targets, docstring).
-    builtin = [t for t in default_targets().values() if t.is_known_bug] + [get_target("impl")]
+    # Installed and optional targets are columns only when selected (parity.targets, docstring); every target the
+    # repository ships (impl, the logits trainer) is a column, under test unless a target of yours is named.
+    shipped = [t for t in default_targets().values() if not t.is_known_bug]
+    builtin = [t for t in default_targets().values() if t.is_known_bug] + shipped
     targets = builtin + [t for t in extra if t not in builtin]
-    under_test = tuple(dict.fromkeys(t.name for t in extra)) or ("impl",)
+    under_test = tuple(dict.fromkeys(t.name for t in extra)) or tuple(t.name for t in shipped)
     if args.html and (problem := html_unavailable()):
         print(f"{parser.prog}: {problem}", file=sys.stderr)
         return 2

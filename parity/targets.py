@@ -121,6 +121,10 @@ class Target:
     #: storage, cached tensors handed out by reference) fails the suite. False: it is reported as
     #: a hazard beside a passing verdict (docs/dataset.md, Hazards).
     promises_copies: bool = False
+    #: Whether the target refuses bad input with impl's exception types (docs/dataset.md, Bad input): documents that
+    #: cannot serve a sample with a ValueError, a negative index with an IndexError, an index that is not an int
+    #: with a TypeError. True for impl: its promises are held by the table's ``validation/*`` properties.
+    validates_input: bool = False
     #: Whether the dataset factory reads documents written to disk: given documents with a
     #: ``path_prefix``, it serves them from those ``.bin``/``.idx`` files (docs/dataset.md, Files).
     reads_files: bool = False
@@ -172,6 +176,7 @@ BUILTIN_TARGETS: tuple[Target, ...] = (
         loss="impl.diffusion_loss:WINDOWED_LOSS",
         trainer="impl.trainer:WindowedDiffusionTrainer",
         promises_copies=True,
+        validates_input=True,
     ),
     Target(
         name="known-bug:cache-alias",

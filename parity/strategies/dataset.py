@@ -28,7 +28,13 @@ import numpy as np
 from hypothesis import assume, event
 from hypothesis import strategies as st
 
-from oracle.gpt_indices import extra_tokens, sample_count, separate_final_epoch
+from oracle.gpt_indices import (
+    FINAL_EPOCH_THRESHOLD,
+    extra_tokens,
+    sample_count,
+    samples_before_final_epoch,
+    separate_final_epoch,
+)
 from oracle.gpt_indices import num_epochs as oracle_num_epochs
 from parity.cases import DatasetCase, samples_supplied
 from parity.dataset_config import SPLITS, GPTDatasetConfig
@@ -48,8 +54,10 @@ RESET_FLAGS = st.sampled_from((NO_RESETS,) * 21 + _SOME_RESETS)
 #: How the token total relates to the sample boundaries: anywhere, or exactly on one.
 BOUNDARIES = st.sampled_from(("any", "exact"))
 #: ``num_samples``: none, exactly what one or more whole epochs supply (on an exact boundary, the
-#: tokens reach ``num_samples * L + extra`` exactly), or any count up to several epochs.
-NUM_SAMPLES_KINDS = st.sampled_from(("none", "whole epochs", "any"))
+#: tokens reach ``num_samples * L + extra`` exactly; a valid split keeping its partial sample counts it, which
+#: takes one more epoch: twice as often, since one case in six keeps it), a final epoch within one sample of the
+#: threshold that shuffles it apart, or any count up to several epochs.
+NUM_SAMPLES_KINDS = st.sampled_from(("none", "whole epochs", "any", "near the final epoch's threshold", "whole epochs"))
 
 
 def dataset_cases(
@@ -124,6 +132,9 @@ def _dataset_cases(draw, lengths, num_epochs, max_sequence_length: int, max_epoc
             num_samples = draw(st.integers(1, sample_count(config.num_epochs * tokens, config)))
     elif kind == "whole epochs":
         num_samples = samples_supplied(config, draw(st.integers(1, max_epochs)) * tokens)
+    elif kind == "near the final epoch's threshold":  # the final epoch of two or more, one sample either side
+        before = samples_before_final_epoch(tokens, draw(st.integers(2, max(2, max_epochs))), config)
+        num_samples = max(1, before + final_epoch_threshold(tokens, config) + draw(st.integers(-1, 1)))
     elif kind == "any":
         num_samples = draw(st.integers(1, max(1, max_epochs * per_epoch)))
     config = GPTDatasetConfig(**config_fields, num_samples=num_samples)
@@ -216,12 +227,25 @@ MEGATRON_CRASH_CASE = DatasetCase(
 # --- the corners, each in the default run on purpose -------------------------------------------------
 
 MASK_SWITCHES = ("reset_position_ids", "reset_attention_mask", "eod_mask_loss")
+#: The final epoch's samples one below, at and one above the threshold (``int(0.8 * samples per epoch)``) that
+#: decides whether it is shuffled apart: the values of ``epochs`` an off-by-one of that decision shows in.
+FINAL_EPOCH_CORNERS = {
+    "several, final epoch one below the threshold": -1,
+    "several, final epoch at the threshold": 0,
+    "several, final epoch one above the threshold": 1,
+}
+#: The values of ``epochs`` whose num_samples is set from the threshold or the split's count, not from the total.
+_NUM_SAMPLES_SET = (*FINAL_EPOCH_CORNERS, "several, though fewer supply num_samples with a partial sample")
 #: The switches that are config fields of the same name.
 CONFIG_SWITCHES = ("split", "drop_last_partial_validation_sequence", "add_extra_token", "create_attention_mask", *MASK_SWITCHES)
 #: Every corner of docs/dataset.md, as the values of a switch; :func:`realized_switches` reads them off a case.
 SWITCHES: dict[str, tuple] = {
-    # How many epochs, and what decides it (num_epochs is a harness extension megatron-core declines).
-    "epochs": ("one", "one, from num_samples", "num_epochs", "several, from num_samples", "several, final epoch apart"),
+    # How many epochs, and what decides it (num_epochs is a harness extension megatron-core declines): from
+    # num_samples, the final epoch's samples against the threshold that shuffles it apart (docs/dataset.md,
+    # Indices), two or more away from it, one below (apart), at or one above it (not apart); or the fewest epochs
+    # by tokens, one more than the split's own count would take where a kept partial sample supplies num_samples.
+    "epochs": ("one", "one, from num_samples", "num_epochs", "several, from num_samples", "several, final epoch apart",
+               *FINAL_EPOCH_CORNERS, "several, though fewer supply num_samples with a partial sample"),
     # Where the token total of all epochs lands against the sample boundaries: anywhere, exactly on
     # one, one token short of one (the last sample lacks its final label), one token past one, or
     # exactly on ``num_samples * L + extra``.
@@ -264,8 +288,18 @@ def stream_end(leftover: int, sequence_length: int) -> str:
 
 
 def possible(row: Row) -> bool:
-    """``num_samples`` reached exactly needs a ``num_samples``, and leaves a whole final epoch."""
-    return not (row.get("total") == "num_samples reached exactly" and row.get("epochs") in ("one", "several, final epoch apart"))
+    """``num_samples`` reached exactly needs a ``num_samples``, and leaves a whole final epoch, far above the
+    threshold; a partial sample supplies ``num_samples`` only where the valid split keeps it, and only where one
+    epoch ends off a sample boundary: not where two end one token past one with the extra token, nor on one
+    without it (the stream's length is twice an epoch's)."""
+    epochs, total, extra = row.get("epochs"), row.get("total"), row.get("add_extra_token")
+    reached = total == "num_samples reached exactly"
+    partial = epochs == _NUM_SAMPLES_SET[-1]
+    return not (
+        (reached and epochs in ("one", "several, final epoch apart", *_NUM_SAMPLES_SET))
+        or (partial and (row.get("split", "valid") != "valid" or row.get("drop_last_partial_validation_sequence") is True))
+        or (partial and (total, extra) in (("one token past", True), ("on a sample boundary", False)))
+    )
 
 
 def realized_switches(case: DatasetCase) -> Row:
@@ -281,8 +315,7 @@ def realized_switches(case: DatasetCase) -> Row:
     elif epochs == 1:
         how_many = "one, from num_samples"
     else:
-        apart = separate_final_epoch(tokens, epochs, config)
-        how_many = "several, final epoch apart" if apart else "several, from num_samples"
+        how_many = _several_epochs(config, tokens, epochs)
     extra = extra_tokens(config)
     if config.num_samples is not None and total == config.num_samples * config.sequence_length + extra:
         boundary = "num_samples reached exactly"
@@ -306,6 +339,23 @@ def realized_switches(case: DatasetCase) -> Row:
     }
 
 
+def _several_epochs(config, tokens: int, epochs: int) -> str:
+    """The value of ``epochs`` for several epochs derived from ``num_samples``."""
+    if sample_count((epochs - 1) * tokens, config) >= config.num_samples:  # the split's count would take fewer
+        return _NUM_SAMPLES_SET[-1]
+    from_final = config.num_samples - samples_before_final_epoch(tokens, epochs, config)
+    offset = from_final - final_epoch_threshold(tokens, config)
+    named = {offset: name for name, offset in FINAL_EPOCH_CORNERS.items()}
+    if offset in named:
+        return named[offset]
+    return "several, final epoch apart" if separate_final_epoch(tokens, epochs, config) else "several, from num_samples"
+
+
+def final_epoch_threshold(tokens: int, config) -> int:
+    """The samples below which a final epoch is shuffled apart: ``int(0.8 * samples per epoch)``."""
+    return int(FINAL_EPOCH_THRESHOLD * ((tokens - extra_tokens(config)) // config.sequence_length))
+
+
 @functools.cache
 def corner_cases() -> tuple[DatasetCase, ...]:
     """One case per row of the covering array over :data:`SWITCHES` (:data:`REQUIRED` included)."""
@@ -313,8 +363,18 @@ def corner_cases() -> tuple[DatasetCase, ...]:
 
 
 def corner_case(row: Row, number: int) -> DatasetCase:
-    """The case that realizes ``row``; ``number`` seeds its tokens and shuffle and picks L (3 or 5:
-    odd, so that two epochs can end anywhere against a boundary; 5 where the stream ends "anywhere")."""
+    """The case that realizes ``row``: :func:`corner_candidate` with the fewest tokens added to its last document
+    (the final epoch's threshold grows with the samples an epoch supplies)."""
+    for grow in range(64):
+        case = corner_candidate(row, number, grow)
+        if realized_switches(case) == row:
+            return case
+    raise AssertionError(f"no corner case of up to 63 more tokens realizes {row}")
+
+
+def corner_candidate(row: Row, number: int, grow: int) -> DatasetCase:
+    """A case built for ``row``; ``number`` seeds its tokens and shuffle and picks L (3 or 5: odd, so that two
+    epochs can end anywhere against a boundary; 5 where the stream ends "anywhere"), ``grow`` lengthens it."""
     rng = np.random.default_rng(number)
     # 5 where the stream ends "anywhere": neither on a boundary nor one token either side of one.
     length, extra = 5 if row["total"] == "anywhere" else (3, 5)[number % 2], int(row["add_extra_token"])
@@ -323,6 +383,7 @@ def corner_case(row: Row, number: int) -> DatasetCase:
     # supplying one of them is shuffled apart.
     short = {"an empty one": [0], "a one-token one": [1]}.get(row["documents"], [])
     lengths = [*short, *(int(size) for size in rng.integers(length + 1, length + 4, 3))]
+    lengths[-1] += grow
     epochs = 1 if row["epochs"].startswith("one") else 2
     end = "on a sample boundary" if row["total"] == "num_samples reached exactly" else row["total"]
     while stream_end((epochs * sum(lengths) - extra) % length, length) != end:
@@ -340,11 +401,14 @@ def corner_case(row: Row, number: int) -> DatasetCase:
         documents[-1][-1] = eod_id
     tokens = sum(lengths)
     exact = (epochs * tokens - extra) // length  # with on_boundary: num_samples * L + extra == the total
+    per_epoch = (tokens - extra) // length
     num_samples = {
         "one, from num_samples": exact - (row["total"] == "on a sample boundary"),
         "num_epochs": exact if row["total"] == "num_samples reached exactly" else None,
         "several, from num_samples": exact - (row["total"] == "on a sample boundary"),
-        "several, final epoch apart": (tokens - extra) // length + 1,
+        "several, final epoch apart": per_epoch + 1,
+        **{name: per_epoch + int(FINAL_EPOCH_THRESHOLD * per_epoch) + offset for name, offset in FINAL_EPOCH_CORNERS.items()},
+        _NUM_SAMPLES_SET[-1]: -(-(tokens - extra) // length),  # one epoch's, its partial sample counted
     }.get(row["epochs"])
     config = GPTDatasetConfig(
         sequence_length=length,

@@ -58,6 +58,9 @@ RANK_LOCAL_RUN = TrainerCase(
 #: per row: only the padding of a row with an answer is supervised as EOS.
 ROW_MIX_RUN = TrainerCase(examples_per_rank=4, window_size=1, train_batch_size=4, max_length=5, prompt_only_rows=(0, 1),
                           data_seed=8, eval_batch_size=4)
+#: A first window whose rows are all prompt, so that it masks nothing: its loss is a zero that still backpropagates
+#: (docs/trainer.md, Two ranks), the one-rank view of a rank whose window is empty; then a window with answers.
+EMPTY_WINDOW_RUN = TrainerCase(examples_per_rank=4, window_size=2, prompt_only_rows=(0, 1), evaluate=False)
 #: A production-sized count: one window of two microbatches of eight rows up to 1024 tokens, which masks
 #: 4847 tokens, above 2048 (float16's exact integers) and odd (so float16 rounds it): a count kept in a
 #: low-precision dtype shows only here (docs/trainer.md, Counts). The tiny model keeps it to seconds.

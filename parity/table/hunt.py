@@ -40,6 +40,12 @@ class Hunt:
     crash_signature: str = ""
     crash_counterexample: str = ""
     examples_to_crash: int | None = None
+    #: The explicit examples given (the corners), those that ran and those the target or the device declined, and
+    #: the drawn examples that ran: what the report says of how much of a corner set ran.
+    explicit_total: int = 0
+    explicit_run: int = 0
+    drawn_run: int = 0
+    explicit_declined: int = 0
 
     @property
     def found(self) -> bool:
@@ -63,17 +69,21 @@ def hunt(
     shrink: bool = True,
     examples: Sequence[tuple] = (),
     shrink_runs: int | None = None,
+    drawn: bool = True,
 ) -> Hunt:
     """Run ``check(subject, *args)`` with ``args`` drawn from ``arguments`` until it fails.
 
     Derandomized when ``seed`` is None (a fixed, repeatable hunt); a given seed varies the search,
     which is how the benchmark takes a median over several hunts. ``shrink=False`` stops at the
     first counterexample, for callers that only need to know it is found. ``examples`` (argument
-    tuples) run first, as ``@example``s do. ``shrink_runs``: the runs the failure may spend after
-    it is found (``parity.table.run_budget.ShrinkBudget``; None: Hypothesis's own limits).
+    tuples) run first, as ``@example``s do; ``drawn=False`` runs them alone. ``shrink_runs``: the runs
+    the failure may spend after it is found (``parity.table.run_budget.ShrinkBudget``; None: Hypothesis's
+    own limits).
     """
-    found = Hunt()
-    calls = 0
+    found = Hunt(explicit_total=len(examples))
+    if not drawn and not examples:  # nothing to run (Hypothesis would skip the test)
+        return found
+    calls = invoked = 0
     budget = ShrinkBudget()
     start = time.perf_counter()
 
@@ -83,12 +93,16 @@ def hunt(
         max_examples=max_examples,
         report_multiple_bugs=False,
         deadline=None,
-        phases=list(Phase) if shrink else [Phase.explicit, Phase.reuse, Phase.generate, Phase.target],
+        phases=[Phase.explicit] if not drawn else list(Phase) if shrink else [
+            Phase.explicit, Phase.reuse, Phase.generate, Phase.target],
     )
     @given(arguments)
     def run(args):
-        nonlocal calls
+        nonlocal calls, invoked
         calls += 1
+        invoked += 1
+        explicit = invoked <= len(examples)  # Hypothesis runs the explicit examples first, each once
+        declined = False
         try:
             notes = check(subject, *args) if shrink_runs is None else budget.run(args, lambda: check(subject, *args), shrink_runs)
             for note in notes or ():
@@ -96,6 +110,8 @@ def hunt(
                     found.notes.append(note)
         except UnsatisfiedAssumption:
             calls -= 1  # a config the target declined is not an example it ran
+            found.explicit_declined += explicit
+            declined = True
             raise
         except TargetCrashed as crash:  # the target raised: a crash, not a counterexample
             if not found.crash:
@@ -111,6 +127,10 @@ def hunt(
             found.counterexample, found.failing_args = repr(args), args
             found.message = str(failure)
             raise
+        finally:
+            if not declined:
+                found.explicit_run += explicit
+                found.drawn_run += not explicit
 
     for explicit in reversed(examples):
         run = example(explicit)(run)

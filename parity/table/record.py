@@ -52,6 +52,9 @@ class Property:
     only_if: str | None = None
     #: The kind of difference a plain ``AssertionError`` of the check is (docs/design.md, Verdict kinds).
     kind: str = "mismatch"
+    #: The report's scenario that runs it (parity/table/scenario.py): ``properties``, or ``validation`` for the
+    #: bad input a target must refuse, whose explicit examples are the whole declared space (docs/report.md).
+    scenario: str = "properties"
 
     @property
     def test_name(self) -> str:
@@ -122,13 +125,17 @@ class Property:
         device: str = "cpu",
         target: Target | None = None,
         dtype: str | None = None,
+        drawn: bool = True,
+        corners: Callable[[Mapping[str, Any]], bool] | None = None,
     ) -> Hunt:
         """Search for a counterexample on ``subject``: the explicit examples first (unless
-        ``explicit=False``, to measure the random search alone), then drawn ones. A whole-run
+        ``explicit=False``, to measure the random search alone; ``corners``: those it accepts only), then
+        drawn ones (unless ``drawn=False``). A whole-run
         property is never shrunk here, as in the default suite (parity.table.run_budget): shrinking a
         training run costs minutes, and its failure message already names the kind of difference.
         ``dtype``: every drawn case in that working dtype (``strategies``)."""
-        examples = [(self.at_dtype(arguments, dtype),) for arguments in self.explicit_examples()] if explicit else []
+        chosen = [arguments for arguments in self.explicit_examples() if corners is None or corners(arguments)]
+        examples = [(self.at_dtype(arguments, dtype),) for arguments in chosen] if explicit else []
         return hunt(
             lambda target_subject, arguments: self.run(target_subject, arguments, device, target),
             subject,
@@ -138,4 +145,5 @@ class Property:
             shrink=shrink and not self.whole_run,
             examples=examples,
             shrink_runs=self.shrink_runs,
+            drawn=drawn,
         )

@@ -69,7 +69,54 @@ def _training():
     return training
 
 
+def _bad_input():
+    from parity.strategies import bad_input
+
+    return bad_input
+
+
+def _every(names) -> dict:
+    """A validation property's arguments: one of the declared names (all of them are its explicit examples)."""
+    return {"bad": st.sampled_from(tuple(names))}
+
+
 PROPERTIES: tuple[Property, ...] = (
+    # --- bad input refused (parity/strategies/bad_input.py): the report's ``validation`` scenario ---
+    Property(
+        name="validation/dataset-documents",
+        interface="dataset",
+        check="parity.table.checks.validation:check_refuses_unusable_documents",
+        arguments=lambda: _every(_bad_input().BAD_DOCUMENTS),
+        examples=lambda: [{"bad": name} for name in _bad_input().BAD_DOCUMENTS],
+        only_if="validates_input",
+        scenario="validation",
+    ),
+    Property(
+        name="validation/dataset-indices",
+        interface="dataset",
+        check="parity.table.checks.validation:check_refuses_bad_indices",
+        arguments=lambda: _every(_bad_input().BAD_INDICES),
+        examples=lambda: [{"bad": name} for name in _bad_input().BAD_INDICES],
+        scenario="validation",
+    ),
+    Property(
+        name="validation/loss-arguments",
+        interface="loss",
+        check="parity.table.checks.validation:check_loss_refuses",
+        arguments=lambda: _every(_bad_input().BAD_LOSS_INPUTS),
+        examples=lambda: [{"bad": name} for name in _bad_input().BAD_LOSS_INPUTS],
+        scenario="validation",
+    ),
+    Property(
+        name="validation/trainer-settings",
+        interface="trainer",
+        check="parity.table.checks.validation:check_trainer_refuses",
+        arguments=lambda: _every(_bad_input().BAD_TRAINER_INPUTS),
+        examples=lambda: [{"bad": name} for name in _bad_input().BAD_TRAINER_INPUTS],
+        scenario="validation",
+        # each example starts a Trainer; the draws only repeat the declared names
+        examples_fraction=0.2,
+    ),
     Property(
         name="dataset/matches-oracle",
         interface="dataset",
@@ -311,6 +358,7 @@ PROPERTIES: tuple[Property, ...] = (
         examples=lambda: [
             {"case": _training().UPSTREAM_RUN_BF16},
             {"case": _training().UPSTREAM_RUN_FP16},
+            {"case": _training().EMPTY_WINDOW_RUN},
             {"case": _training().UPSTREAM_RUN},
             {"case": _training().RANK_LOCAL_RUN},
             {"case": _training().ROW_MIX_RUN},

@@ -74,6 +74,12 @@ def target_steps(
             loss = loss_target.microbatch_loss(model, batch, count)
             if not loss_target.loss_is_scaled_for_ga:
                 loss = loss / len(window)
+            # A window that masks nothing must still backpropagate a zero: every rank's backward joins DDP's
+            # all-reduce (docs/trainer.md, Two ranks); a detached loss is the target's finding, not a harness error.
+            assert loss.requires_grad, (
+                f"window {len(results)}: microbatch_loss returned {loss.detach()!r} without a gradient path (no "
+                "backward can run; on two ranks this rank would skip DDP's all-reduce)"
+            )
             loss.backward()
             window_loss = window_loss + loss.detach()
         results.append(apply_sgd(model, window_loss, lr))

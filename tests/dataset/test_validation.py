@@ -2,22 +2,24 @@
 
 * The harness's config (``parity.dataset_config``) rejects a bad field with a ValueError naming it;
   that is the harness's code, checked whatever the target.
-* The contract every target keeps (docs/dataset.md, Bad input): an index past the end raises
-  IndexError, as any Python sequence does, so iteration and DataLoader samplers stop cleanly.
-* impl's own promises (early ValueErrors naming ``documents``, IndexError for negative indices,
-  TypeError for a non-integer index) are pinned only for ``--parity-target impl``: other targets are free
-  to word or type their errors differently.
+* The bad input itself is declared once (parity/strategies/bad_input.py) and held by the table's ``validation/*``
+  properties, for every target and in the report's ``validation`` scenario: an index past the end raises
+  IndexError (docs/dataset.md, Bad input), and a target that validates its input as impl does refuses unusable
+  documents with a ValueError, a negative index with IndexError, an index that is not an int with TypeError.
+* impl's own words for each are pinned here, only for ``--parity-target impl``: other targets are free to word
+  their errors differently.
 """
 
 from __future__ import annotations
 
-import numpy as np
+from dataclasses import replace
+
 import pytest
 
 from parity.dataset_config import GPTDatasetConfig
+from parity.strategies.bad_input import BAD_DOCUMENTS, BAD_INDICES, VALID_CONFIG, VALID_DOCUMENTS
 
 VALID = dict(sequence_length=4, vocab_size=10, eod_id=0)
-DOCUMENTS = [np.array([1, 2, 3, 4, 5, 0]), np.array([6, 7, 8, 0])]
 
 
 @pytest.mark.parametrize(
@@ -53,49 +55,38 @@ def impl_factory(target, dataset_factory):
     return dataset_factory
 
 
-@pytest.mark.parametrize(
-    ("documents", "problem"),
-    [
-        ([], "at least one document"),
-        ([np.array([], dtype=np.int64), np.array([], dtype=np.int64)], "not all be empty"),
-        ([np.array([[1, 2], [3, 0]])], "1-D"),
-        ([np.array([1.0, 2.0, 0.0])], "integer token ids"),
-        ([np.array([1, 2, 10, 0])], r"token ids in \[0, vocab_size=10\)"),
-        ([np.array([1, -1, 0])], r"token ids in \[0, vocab_size=10\)"),
-        ([np.array([1, 2, 0])], "need at least 1"),  # 3 tokens cannot fill 4 + 1
-    ],
-)
-def test_impl_rejects_documents_a_sample_cannot_use(impl_factory, documents, problem):
-    with pytest.raises(ValueError, match=rf"^documents .*{problem}"):
-        impl_factory(documents, GPTDatasetConfig(**VALID))
+#: impl's own words for each declared unusable set of documents (parity/strategies/bad_input.py); the table's
+#: ``validation/dataset-documents`` holds every target that validates its input to the ValueError.
+DOCUMENT_MESSAGES = {
+    "no document": "at least one document",
+    "every document empty": "not all be empty",
+    "a 2-D document": "1-D",
+    "float token ids": "integer token ids",
+    "a token id equal to vocab_size": r"token ids in \[0, vocab_size=10\); document 0 holds 10",
+    "a negative token id": r"token ids in \[0, vocab_size=10\); document 0 holds -1",
+    "too few tokens for one sample": "need at least 1",  # 3 tokens cannot fill 4 + 1
+}
+
+
+@pytest.mark.parametrize("bad", list(BAD_DOCUMENTS))
+def test_impl_names_what_is_wrong_with_the_documents(impl_factory, bad):
+    with pytest.raises(ValueError, match=rf"^documents .*{DOCUMENT_MESSAGES[bad]}"):
+        impl_factory(list(BAD_DOCUMENTS[bad]), VALID_CONFIG)
 
 
 def test_impl_rejects_num_samples_beyond_what_num_epochs_supply(impl_factory):
     # 10 tokens a epoch: (10 - 1) // 4 = 2 samples from one epoch, (20 - 1) // 4 = 4 from two.
     with pytest.raises(ValueError, match=r"^documents .*2 epoch\(s\) supply 4 samples.*need at least 5"):
-        impl_factory(DOCUMENTS, GPTDatasetConfig(**VALID, num_epochs=2, num_samples=5))
+        impl_factory(list(VALID_DOCUMENTS), replace(VALID_CONFIG, num_epochs=2, num_samples=5))
 
 
-@pytest.mark.parametrize("idx", [2, 3, 10**9])
-def test_every_target_raises_index_error_past_the_end(dataset_factory, idx):
-    """The generic contract: ``len`` is the oracle's, and ``dataset[len(dataset)]`` and beyond raise
-    IndexError (so ``iter(dataset)`` and samplers stop)."""
-    dataset = dataset_factory(DOCUMENTS, GPTDatasetConfig(**VALID))
-    assert len(dataset) == 2
-    with pytest.raises(IndexError):
-        dataset[idx]
-    assert len(list(iter(dataset))) == 2  # the old sequence protocol stops at the IndexError
-
-
-@pytest.mark.parametrize("idx", [-1, -3])
-def test_impl_rejects_a_negative_index(impl_factory, idx):
-    dataset = impl_factory(DOCUMENTS, GPTDatasetConfig(**VALID))
-    with pytest.raises(IndexError, match=r"^dataset index -\d+ out of range \[0, 2\)"):
-        dataset[idx]
-
-
-@pytest.mark.parametrize("idx", ["0", 1.0, True])
-def test_impl_rejects_an_index_that_is_not_an_int(impl_factory, idx):
-    dataset = impl_factory(DOCUMENTS, GPTDatasetConfig(**VALID))
-    with pytest.raises(TypeError, match="^dataset index must be an int or None"):
-        dataset[idx]
+@pytest.mark.parametrize("bad", list(BAD_INDICES))
+def test_impl_names_what_is_wrong_with_an_index(impl_factory, bad):
+    """The table's ``validation/dataset-indices`` holds every target to IndexError past the end (iteration and
+    samplers stop there), and a target that validates its input to the rest; here impl's own words."""
+    declared = BAD_INDICES[bad]
+    dataset = impl_factory(list(VALID_DOCUMENTS), VALID_CONFIG)
+    message = r"^dataset index -?\d+ out of range \[0, 2\)" if declared.raises is IndexError else (
+        "^dataset index must be an int or None")
+    with pytest.raises(declared.raises, match=message):
+        dataset[declared.index]

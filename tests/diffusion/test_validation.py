@@ -1,7 +1,9 @@
 """Bad input to a loss target is refused at the boundary.
 
-The contract, for every loss target: a ``ValueError`` before any draw, never a silent wrong answer.
-impl's own promise, pinned on impl only: the message names the field and the allowed values.
+The contract, for every loss target: a ``ValueError`` before any draw, never a silent wrong answer; the bad input is
+declared once (parity/strategies/bad_input.py) and held by the table's ``validation/loss-arguments``, in the suite
+and in the report's ``validation`` scenario. impl's own promise, pinned here on impl only: the message names the
+field and the allowed values.
 """
 
 from __future__ import annotations
@@ -9,46 +11,37 @@ from __future__ import annotations
 import pytest
 import torch
 
-from parity.cases import VOCAB
+from parity.strategies.bad_input import BAD_LOSS_INPUTS
 from parity.table.checks.diffusion import noise
+from parity.table.checks.validation import loss_call
 
 IDS = torch.zeros(2, 5, dtype=torch.long)
 
-
-@pytest.fixture
-def refused(target):
-    """``refused(message)``: ``pytest.raises(ValueError)``, matching impl's own ``message`` on impl."""
-    return lambda message: pytest.raises(ValueError, match=message if target.name == "impl" else None)
-
-
-@pytest.mark.parametrize("mask_token_id", [-1, VOCAB, VOCAB + 5])
-def test_mask_token_outside_the_vocabulary(diffusion_loss, mask_token_id, refused):
-    with refused(r"mask_token_id must lie in \[0, 97\)"):
-        noise(diffusion_loss, [{"input_ids": IDS}], mask_token_id=mask_token_id)
-
-
-@pytest.mark.parametrize("eps", [0.0, -0.1, 1.5, float("nan")])
-def test_eps_outside_the_unit_interval(diffusion_loss, eps, refused):
-    with refused(r"eps must lie in \(0, 1\]"):
-        noise(diffusion_loss, [{"input_ids": IDS}], eps=eps)
-
-
-@pytest.mark.parametrize("key", ["labels", "attention_mask"])
-def test_mismatched_shapes(diffusion_loss, key, refused):
-    with refused(rf"window\[0\]\['{key}'\] has shape \(2, 4\).*input_ids has shape \(2, 5\)"):
-        noise(diffusion_loss, [{"input_ids": IDS, key: torch.zeros(2, 4, dtype=torch.long)}])
+#: impl's words for each declared bad input.
+MESSAGES = {
+    "mask_token_id -1": r"mask_token_id must lie in \[0, 97\)",
+    "mask_token_id equal to vocab_size": r"mask_token_id must lie in \[0, 97\)",
+    "mask_token_id past vocab_size": r"mask_token_id must lie in \[0, 97\)",
+    "eps 0": r"eps must lie in \(0, 1\]",
+    "eps negative": r"eps must lie in \(0, 1\]",
+    "eps above 1": r"eps must lie in \(0, 1\]",
+    "eps nan": r"eps must lie in \(0, 1\]",
+    "labels of another shape": r"window\[0\]\['labels'\] has shape \(2, 4\).*input_ids has shape \(2, 5\)",
+    "attention_mask of another shape":
+        r"window\[0\]\['attention_mask'\] has shape \(2, 4\).*input_ids has shape \(2, 5\)",
+    "input_ids not a matrix": r"window\[0\]\['input_ids'\] must be a 2-D tensor",
+    "an empty window to prepare_window": "at least one microbatch",
+    "an empty window to window_count": "at least one microbatch",
+}
 
 
-def test_ids_must_be_a_matrix(diffusion_loss, refused):
-    with refused(r"window\[0\]\['input_ids'\] must be a 2-D tensor"):
-        noise(diffusion_loss, [{"input_ids": torch.zeros(5, dtype=torch.long)}])
-
-
-def test_empty_window(diffusion_loss, refused):
-    with refused("at least one microbatch"):
-        noise(diffusion_loss, [])
-    with refused("at least one microbatch"):
-        diffusion_loss.window_count([])
+@pytest.mark.parametrize("bad", list(BAD_LOSS_INPUTS))
+def test_impl_names_what_is_wrong(target, diffusion_loss, bad):
+    if target.name != "impl":
+        pytest.skip(f"pins impl's own messages; {target.name} keeps the contract (validation/loss-arguments)")
+    _, call = loss_call(diffusion_loss, bad)
+    with pytest.raises(ValueError, match=MESSAGES[bad]):
+        call()
 
 
 def test_nothing_supervised_is_not_an_error(diffusion_loss):

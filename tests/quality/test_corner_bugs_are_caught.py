@@ -3,7 +3,8 @@
 
 Each test runs the property's own check on the explicit example that realizes the class, and asserts that
 the example is one the default run holds every target to (the property's explicit examples), so the
-default run catches the bug; and that a correct target passes the same example.
+default run catches the bug; and that a correct target passes the same example. That the report fails on each
+too, naming the scenario, is tests/quality/test_report_fails_where_the_suite_fails.py.
 """
 
 from __future__ import annotations
@@ -87,32 +88,6 @@ def test_a_sample_one_token_short_of_the_streams_end_called_complete_is_caught()
             failing.append(realized_switches(case))
     assert failing and all(row["total"] == "one token short" and row["add_extra_token"] for row in failing), failing
     assert all(row["pad"] == "out of vocabulary" for row in failing)
-
-
-REPORTED = [
-    ("trainer", "tests.quality.corner_bugs:RankLocalScaledLogitsTrainer", "distributed"),
-    ("trainer", "tests.quality.corner_bugs:PerMicrobatchEosLogitsTrainer", "properties"),
-    ("trainer", "tests.quality.corner_bugs:HalfPrecisionCountLogitsTrainer", "properties"),
-    ("loss", "tests.quality.corner_bugs:HALF_PRECISION_COUNT_LOSS", "properties"),
-    ("dataset", "tests.quality.corner_bugs:stream_end_dataset", "properties"),
-]
-
-
-@pytest.mark.long  # a report scenario per planted bug, the properties' every explicit example or a two-rank launch
-@pytest.mark.parametrize(("interface", "path", "scenario"), REPORTED, ids=[path.rpartition(":")[2] for _, path, _ in REPORTED])
-def test_the_report_flags_each_planted_corner_bug(interface, path, scenario):
-    """As a target of yours expected to pass, in the scenario that draws its class (the report runs the
-    two-rank scenario by default where two cores fit, and every explicit example in its properties scenario)."""
-    from parity.report.model import Options
-    from parity.report.scenarios import run_report
-    from parity.table.scenario import ALL_SCENARIOS
-    from parity.targets import Target
-
-    mine = Target(name="mine", description="a planted corner bug", expect="pass", **{interface: path})
-    options = Options(under_test=("mine",), ddp=True, examples=1)
-    (result,) = run_report([mine, get_target("impl")], options, [scenario], lambda line: None, ALL_SCENARIOS)
-    column = next(column for column in result.columns if column.name == "mine")
-    assert not column.as_expected and not column.holds, (column.figures, column.failures)
 
 
 class _DoubledCountLoss(WindowedDiffusionLoss):

@@ -346,12 +346,12 @@ def test_a_target_that_crashes_in_a_property_does_not_hold_unless_the_crash_is_k
     crashing = Target(name="crashes", description="raises", expect="pass", dataset=f"{__name__}:not_a_dataset")
     (column,) = properties_scenario([crashing], Options(examples=1), lambda message: None).columns
     assert column.verdict == "outside budget (UNEXPECTED)"
-    assert column.figures["dataset/matches-oracle"].startswith("crashed: the target raised TypeError")
+    assert column.figures["dataset/matches-oracle"].startswith("crashed at corner 1 of 53: the target raised TypeError")
     assert "not a dataset" in column.failures["dataset/matches-oracle"]
     known = replace(crashing, known_crashes=("TypeError at tests/report/test_report_render.py",))
     (column,) = properties_scenario([known], Options(examples=1), lambda message: None).columns
     assert column.verdict == "within budget (ok)" and not column.failures
-    assert column.figures["dataset/matches-oracle"].startswith("crashed (known): the target raised TypeError")
+    assert column.figures["dataset/matches-oracle"].startswith("crashed (known) at corner 1 of 53: the target raised TypeError")
 
 
 def test_a_table_keeps_to_its_width_whatever_its_cells():

@@ -103,8 +103,8 @@ def test_the_entry_is_a_row_of_the_report(with_throwaway, monkeypatch):
     monkeypatch.setattr(table, "PROPERTIES", (THROWAWAY,))  # the throwaway targets are no datasets: they crash on the others
     result = properties_scenario([GOOD, BUG], Options(examples=3), lambda message: None)
     good, bug = result.columns
-    assert good.figures[THROWAWAY.name].startswith("holds; note: ") and good.verdict == "within budget (ok)"
-    assert bug.figures[THROWAWAY.name].startswith("FAILS at example 1: mismatch: [mismatch] double(35)")
+    assert good.figures[THROWAWAY.name].startswith("holds: 1 corner, 3 drawn; note: ") and good.verdict == "within budget (ok)"
+    assert bug.figures[THROWAWAY.name].startswith("FAILS at corner 1 of 1: mismatch: [mismatch] double(35)")
     assert bug.failures[THROWAWAY.name].startswith("mismatch:\n[mismatch] double(35) = 71 is odd")
     assert bug.verdict == "outside budget (caught)" and result.as_expected
 

@@ -9,7 +9,7 @@ microbatches of 2 rows): impl as it runs, impl with each window's rows re-cut in
 one row (a legitimate reordering), and the local-mean bug. Then whole Trainer runs, each case both
 ways production trains in bfloat16: the weights in bfloat16, and ``TrainingArguments(bf16=True)``
 (autocast over float32 weights). float16: whole Trainer runs under ``TrainingArguments(fp16=True)``
-with accelerate's loss scaling, on the CPU as on CUDA (``tests.training.cpu_loss_scaling``).
+with accelerate's loss scaling, on the CPU as on CUDA (``parity.training.loss_scaling``).
 
 Prints, per trainer and way, the worst error/budget of any tensor; for a known bug, the smallest
 such worst ratio over the cases that are informative, and how many were not. A correct trainer must
@@ -31,7 +31,7 @@ from parity.training.ddp_cases import drawn_cases
 from parity.training.run import eps_declined, run_trainer
 from parity.training.verdict import trainer_verdict
 from parity.training.window_cases import parity_run
-from tests.training.cpu_loss_scaling import cpu_loss_scaling
+from parity.training.loss_scaling import cpu_loss_scaling
 from tests.training.variants import ChunkedCETrainer, Float32LossTrainer, ReorderedSumTrainer
 
 

@@ -9,20 +9,25 @@ from impl.transformers_support import SUPPORTED_TRANSFORMERS, check_transformers
 from oracle.nemotron_diffusion import build_tiny_model
 from parity.cases import TrainerCase
 from parity.safety.releases import supported
+from parity.strategies.bad_input import BAD_TRAINER_INPUTS
 from parity.training.run import training_arguments
 
 
-def test_mask_token_outside_the_vocabulary_is_refused_with_impls_message(tmp_path):
-    model = build_tiny_model(0)
-    model.config.mask_token_id = model.config.vocab_size
-    with pytest.raises(ValueError, match=r"mask_token_id must lie in \[0, 97\)"):
-        WindowedDiffusionTrainer(model=model, args=training_arguments(TrainerCase(), str(tmp_path)))
+#: impl's words for each setting of the declared bad input (parity/strategies/bad_input.py); the table's
+#: ``validation/trainer-settings`` holds every trainer target to a refusal.
+MESSAGES = {"mask_token_id": r"mask_token_id must lie in \[0, 97\)", "eps": r"eps must lie in \(0, 1\]"}
 
 
-@pytest.mark.parametrize("eps", [0.0, 2.0])
-def test_eps_outside_the_unit_interval_is_refused_with_impls_message(eps, tmp_path):
-    with pytest.raises(ValueError, match=r"eps must lie in \(0, 1\]"):
-        WindowedDiffusionTrainer(model=build_tiny_model(0), args=training_arguments(TrainerCase(), str(tmp_path)), eps=eps)
+@pytest.mark.parametrize("bad", list(BAD_TRAINER_INPUTS))
+def test_bad_settings_are_refused_with_impls_message(bad, tmp_path):
+    setting, value = BAD_TRAINER_INPUTS[bad]
+    model, keywords = build_tiny_model(0), {}
+    if setting == "mask_token_id":
+        model.config.mask_token_id = value
+    else:
+        keywords["eps"] = value
+    with pytest.raises(ValueError, match=MESSAGES[setting]):
+        WindowedDiffusionTrainer(model=model, args=training_arguments(TrainerCase(), str(tmp_path)), **keywords)
 
 
 def test_unsupported_transformers_is_refused_at_import():
