@@ -32,7 +32,7 @@ if TYPE_CHECKING:  # the Protocols' annotations only: naming a target imports no
     import torch
 
 ENTRY_POINT_GROUP = "parity.targets"
-Interface = Literal["dataset", "pipeline", "mock", "loss", "trainer"]
+Interface = Literal["dataset", "pipeline", "mock", "loss", "trainer", "loop"]
 
 
 def load_attribute(path: str) -> Any:
@@ -117,6 +117,9 @@ class Target:
     pipeline: str | None = None
     #: A dataset factory that serves only upstream's mock documents (docs/dataset.md, Mock data).
     mock: str | None = None
+    #: A causal-LM training step the user writes, ``parity.training.causal.drivers.loop.CausalLoop``
+    #: (docs/causal-lm.md, The loop interface).
+    loop: str | None = None
     #: Whether every returned tensor owns its memory or refuses writes (docs/dataset.md, Shared masks). True: aliasing (tokens/labels sharing
     #: storage, cached tensors handed out by reference) fails the suite. False: it is reported as
     #: a hazard beside a passing verdict (docs/dataset.md, Hazards).
@@ -260,6 +263,23 @@ OPTIONAL_TARGETS: tuple[Target, ...] = (
         requires="megatron-core",
         companion="megatron-core:mock",
         known_crashes=(MEGATRON_INDEX_CRASH,),
+    ),
+    Target(
+        name="megatron-schedule:per-token",
+        description="megatron-core's own schedule and DDP training a causal LM, calculate_per_token_loss on",
+        expect="pass",
+        loop="parity.training.causal.drivers.megatron_schedule:PER_TOKEN",
+        requires="megatron-core",
+        companion="megatron-schedule",
+    ),
+    Target(
+        name="megatron-schedule",
+        description="megatron-core's own schedule and DDP training a causal LM, as configured by default "
+        "(calculate_per_token_loss off: per-microbatch means divided by num_microbatches)",
+        expect="fail",
+        loop="parity.training.causal.drivers.megatron_schedule:DEFAULT",
+        requires="megatron-core",
+        companion="megatron-schedule:per-token",
     ),
 )
 
