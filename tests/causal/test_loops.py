@@ -1,0 +1,112 @@
+"""Loops judged through the loop interface (docs/causal-lm.md, The loop interface; megatron-core's schedule), each
+on real ranks over Gloo, every rank's gradients and parameters held to the window rule.
+
+The default run launches two ranks once, on one small case: torchtune's per-token loop under DDP must hold and
+its twin that keeps each rank's own count be named rank-local; where megatron-core is installed, its schedule
+with ``calculate_per_token_loss`` must hold and without it be named. The ``long`` run adds one rank, packed rows
+with a rank that supervises nothing, FSDP2's ``fully_shard`` and bfloat16.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+
+import pytest
+
+from parity.training.causal.drivers.loop import LoopContractError, run_loop
+from parity.training.causal.record import CausalCase
+from parity.training.distributed import launch
+from tests.optional_parts import OPTIONAL_PARTS
+
+pytestmark = [pytest.mark.distributed, pytest.mark.xdist_group("distributed")]
+
+LOOPS = "tests.causal.loops"
+MEGATRON = ("megatron-schedule:per-token", "megatron-schedule")
+#: Two windows of two microbatches of one row, the ranks' counts unequal (data seed 0): a per-microbatch mean, a
+#: rank's own count and the window's all differ.
+SMALL = {"steps": 2, "rows_per_microbatch": 1}
+#: Packed rows, three microbatches a window, rank 1 supervising nothing: rank-local (1/(2N)) is not divided-twice (1/(3N)).
+PACKED = {"steps": 2, "window_size": 3, "packed": True, "empty_ranks": [1]}
+PER_MICROBATCH = "per-microbatch means divided by num_microbatches, megatron's default without calculate_per_token_loss"
+RANK_LOCAL = "each rank's sum / its own count, the ranks averaged"
+PATCHED = 'schedules.py: the token total torch.zeros([], dtype=torch.int, device="cuda") made on the CPU'
+
+
+def launched(world_size: int, case: dict, loops=(), targets=()) -> dict[str, dict]:
+    """Each loop's verdict as rank 0 printed it, keyed by the loop's path or target name."""
+    args = [*(f"--loop={LOOPS}:{loop}" for loop in loops), *(f"--target={name}" for name in targets),
+            "--case", json.dumps(case)]
+    out = launch("parity.training.causal.drivers.loop_ranks", args, world_size, timeout_s=150)
+    verdicts = [json.loads(line) for line in out[0].splitlines() if line.startswith("{")]
+    return {verdict["loop"].removeprefix(f"{LOOPS}:"): verdict for verdict in verdicts}
+
+
+def megatron_targets() -> tuple[str, ...]:
+    """megatron-core's schedule in a launch where it is installed (its tests skip elsewhere, naming the install)."""
+    return MEGATRON if OPTIONAL_PARTS["megatron-core"][0]() else ()
+
+
+@pytest.fixture(scope="module")
+def two_ranks() -> dict[str, dict]:
+    return launched(2, SMALL, ("PER_TOKEN", "RANK_LOCAL"), megatron_targets())
+
+
+def assert_holds(verdict: dict) -> None:
+    assert verdict["holds"], verdict
+
+
+def assert_named(verdict: dict, words: str) -> None:
+    assert verdict["kinds"] == ["normalisation"] and words in verdict["diagnosis"], verdict
+
+
+def test_the_per_token_loop_holds_on_two_ranks_and_its_rank_local_twin_is_named(two_ranks):
+    assert_holds(two_ranks["PER_TOKEN"])
+    assert_named(two_ranks["RANK_LOCAL"], RANK_LOCAL)
+
+
+@pytest.mark.needs("megatron-core")
+def test_megatron_s_schedule_holds_with_per_token_loss_and_is_named_without(two_ranks):
+    assert_holds(two_ranks["megatron-schedule:per-token"])
+    assert_named(two_ranks["megatron-schedule"], PER_MICROBATCH)
+    assert all(PATCHED in two_ranks[name]["diagnosis"] for name in MEGATRON), "the CPU patches are said"
+
+
+@dataclass
+class _NeverSteps:
+    def prepare(self, model):
+        return model
+
+    def step(self, model, optimizer, microbatches) -> float:
+        return 0.0
+
+
+def test_a_loop_that_never_steps_the_optimizer_breaks_the_contract():
+    with pytest.raises(LoopContractError, match="called optimizer.step\\(\\) 0 times in window 0"):
+        run_loop(_NeverSteps(), CausalCase(steps=1))
+
+
+@pytest.mark.long
+def test_on_one_rank_with_packed_rows():
+    verdicts = launched(1, {**PACKED, "empty_ranks": []}, ("PER_TOKEN",), megatron_targets())
+    assert_holds(verdicts["PER_TOKEN"])
+    if megatron_targets():
+        assert_holds(verdicts["megatron-schedule:per-token"])
+        assert_named(verdicts["megatron-schedule"], PER_MICROBATCH)
+
+
+@pytest.mark.long
+def test_on_two_ranks_with_packed_rows_an_empty_rank_and_fully_shard():
+    verdicts = launched(2, PACKED, ("PER_TOKEN", "SHARDED", "RANK_LOCAL"), megatron_targets())
+    assert_holds(verdicts["PER_TOKEN"])
+    assert_holds(verdicts["SHARDED"])
+    assert_named(verdicts["RANK_LOCAL"], RANK_LOCAL)
+    if megatron_targets():
+        assert_holds(verdicts["megatron-schedule:per-token"])
+        assert_named(verdicts["megatron-schedule"], PER_MICROBATCH)
+
+
+@pytest.mark.long
+def test_in_bfloat16_on_two_ranks():
+    verdicts = launched(2, {**SMALL, "dtype": "bfloat16"}, ("PER_TOKEN", "SHARDED"), megatron_targets()[:1])
+    assert all(verdict["holds"] for verdict in verdicts.values()), verdicts
