@@ -53,6 +53,12 @@ def checked_interface(target: Target, interface: Interface) -> Any:
             got = trainer_class.__name__ if isinstance(trainer_class, type) else type(trainer_class).__name__
             raise TargetContractError(f"{where}: a trainer target is a transformers.Trainer subclass, or a "
                                       f"parity.training.shipped.ShippedTrainer naming one, got {got}")
+    if interface == "causal_trainer":
+        from transformers import Trainer
+
+        if not (isinstance(value, type) and issubclass(value, Trainer)):
+            got = value.__name__ if isinstance(value, type) else type(value).__name__
+            raise TargetContractError(f"{where}: a causal_trainer target is a transformers.Trainer subclass, got {got}")
     return value
 
 
@@ -78,7 +84,7 @@ def preflight(target: Target, seed: int = 0) -> None:
     from parity.dataset_config import upstream_config, upstream_documents
     from parity.safety.crash import TargetCrashed, call_target
 
-    for interface in ("dataset", "loss", "trainer"):
+    for interface in ("dataset", "loss", "trainer", "causal_trainer"):
         if not target.provides(interface):
             continue
         loaded = checked_interface(target, interface)

@@ -32,7 +32,7 @@ if TYPE_CHECKING:  # the Protocols' annotations only: naming a target imports no
     import torch
 
 ENTRY_POINT_GROUP = "parity.targets"
-Interface = Literal["dataset", "pipeline", "mock", "loss", "trainer", "loop"]
+Interface = Literal["dataset", "pipeline", "mock", "loss", "trainer", "loop", "causal_trainer"]
 
 
 def load_attribute(path: str) -> Any:
@@ -120,6 +120,9 @@ class Target:
     #: A causal-LM training step the user writes, ``parity.training.causal.drivers.loop.CausalLoop``
     #: (docs/causal-lm.md, The loop interface).
     loop: str | None = None
+    #: A ``transformers.Trainer`` subclass training a causal LM (docs/causal-lm.md, Trainers and their contract
+    #: per release), run by ``parity.training.causal.drivers.hf_trainer``.
+    causal_trainer: str | None = None
     #: Whether every returned tensor owns its memory or refuses writes (docs/dataset.md, Shared masks). True: aliasing (tokens/labels sharing
     #: storage, cached tensors handed out by reference) fails the suite. False: it is reported as
     #: a hazard beside a passing verdict (docs/dataset.md, Hazards).
@@ -170,6 +173,24 @@ class Target:
             return None
 
 
+#: What transformers' own ``Trainer`` gets wrong about a causal LM's window, by release (docs/causal-lm.md, Trainers
+#: and their contract per release): the releases each defect spans, and the defect.
+TRANSFORMERS_TRAINER_DEFECTS = (
+    ("<5.5.4", "the window's loss divided again by the accumulation steps in accelerate's backward (5.5.0 to 5.5.3)"),
+    ("<5.10", "the window's count taken before the shift, the first label of each row counted (5.5.0 to 5.9.0)"),
+)
+
+
+def transformers_trainer_defects(version: str | None = None) -> tuple[str, ...]:
+    """The defects of the installed transformers' ``Trainer`` (read from package metadata: nothing imported)."""
+    from packaging.specifiers import SpecifierSet
+
+    from parity.safety.releases import installed
+
+    version = version or installed("transformers")
+    return () if version is None else tuple(d for spans, d in TRANSFORMERS_TRAINER_DEFECTS if version in SpecifierSet(spans))
+
+
 BUILTIN_TARGETS: tuple[Target, ...] = (
     Target(
         name="impl",
@@ -178,6 +199,7 @@ BUILTIN_TARGETS: tuple[Target, ...] = (
         dataset="parity.dataset.impl:impl_dataset",
         loss="impl.diffusion_loss:WINDOWED_LOSS",
         trainer="impl.trainer:WindowedDiffusionTrainer",
+        causal_trainer="impl.causal_trainer:WindowedCausalTrainer",
         promises_copies=True,
         validates_input=True,
     ),
@@ -211,6 +233,25 @@ BUILTIN_TARGETS: tuple[Target, ...] = (
         description="the logits-style trainer before its fix: local means, the Trainer divides by the accumulation steps",
         expect="fail",
         trainer="impl.known_bugs.logits_local_mean_trainer:LogitsLocalMeanTrainer",
+    ),
+)
+
+#: The causal-LM trainers (docs/causal-lm.md, Trainers and their contract per release): selectable by name, and
+#: columns of the report's causal-LM scenario once it shows them, not of the diffusion scenarios.
+CAUSAL_TARGETS: tuple[Target, ...] = (
+    Target(
+        name="known-bug:causal-local-mean",
+        description="impl's causal-LM trainer before its fix: per-microbatch means, the Trainer divides by the "
+        "accumulation steps (every transformers.Trainer before 4.46)",
+        expect="fail",
+        causal_trainer="impl.known_bugs.causal_local_mean_trainer:CausalLocalMeanTrainer",
+    ),
+    Target(
+        name="transformers-trainer",
+        description="transformers' own Trainer as shipped, training a causal LM with the model's own loss",
+        expect="fail" if transformers_trainer_defects() else "pass",
+        causal_trainer="transformers:Trainer",
+        upstream_defects=transformers_trainer_defects(),
     ),
 )
 
@@ -319,9 +360,11 @@ def default_targets() -> dict[str, Target]:
 
 
 def builtin_targets() -> dict[str, Target]:
-    """The default targets, the planted ones, and the optional built-ins whose package is installed."""
+    """The default targets, the planted ones, the causal-LM trainers, and the optional built-ins whose package is
+    installed."""
     targets = default_targets()
     targets.update({t.name: t for t in PLANTED_TARGETS})
+    targets.update({t.name: t for t in CAUSAL_TARGETS})
     targets.update({t.name: t for t in OPTIONAL_TARGETS if t.version is not None})
     return targets
 

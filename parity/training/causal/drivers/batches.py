@@ -1,0 +1,46 @@
+"""The oracle's rows as the tensors a causal LM is handed (docs/causal-lm.md, Trainers and their contract per
+release): a row's documents side by side, right-padded with id 0 and label -100.
+
+Each document's first label is written -100 whatever the row says: nothing in the document predicts it (the
+oracle never counts it), and in a packed row the previous document's last token would otherwise be trained to
+predict it. Unpacked rows carry an ``attention_mask``. Packed rows carry ``position_ids`` restarting at each
+document (the padding is one more) and no attention mask, which is how a Llama forward finds the documents and
+keeps them apart; it does so only without a cache, so the batch says ``use_cache=False``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import torch
+
+from oracle.causal_lm import IGNORE_INDEX, Row
+
+PAD_ID = 0
+
+
+def _flat(row: Row) -> tuple[list[int], list[int], list[int]]:
+    """(ids, labels, positions) of the row's documents side by side."""
+    ids, labels, positions = [], [], []
+    for document in row.documents:
+        ids += document.ids
+        labels += [IGNORE_INDEX, *document.labels[1:]]
+        positions += range(len(document.ids))
+    return ids, labels, positions
+
+
+def collate_rows(rows: Sequence[Row], packed: bool) -> dict:
+    """One microbatch of ``rows``: ``input_ids`` and ``labels``, with an ``attention_mask`` or, packed, restarting
+    ``position_ids`` and ``use_cache=False``."""
+    flat = [_flat(row) for row in rows]
+    longest = max(len(ids) for ids, _, _ in flat)
+    batch = {
+        "input_ids": torch.tensor([ids + [PAD_ID] * (longest - len(ids)) for ids, _, _ in flat]),
+        "labels": torch.tensor([labels + [IGNORE_INDEX] * (longest - len(labels)) for _, labels, _ in flat]),
+    }
+    if packed:
+        batch["position_ids"] = torch.tensor([positions + list(range(longest - len(positions))) for _, _, positions in flat])
+        batch["use_cache"] = False
+    else:
+        batch["attention_mask"] = torch.tensor([[1] * len(ids) + [0] * (longest - len(ids)) for ids, _, _ in flat])
+    return batch

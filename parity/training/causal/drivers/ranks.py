@@ -1,0 +1,78 @@
+"""A causal-LM driver on several real ranks (docs/causal-lm.md; docs/running.md, Two ranks).
+
+:func:`run_on_ranks` launches ``python -m parity.training.causal.drivers.ranks`` as ``world_size`` processes over
+Gloo (``parity.training.distributed.launch``); each rank joins the group, runs the named driver (a function
+``(target, case, rank, world_size) -> CausalRecord``, e.g. :func:`parity.training.causal.drivers.hf_trainer.run_hf_trainer`)
+on the named target (a ``Trainer`` subclass, or whatever that driver takes), and writes its record as plain
+tensors, lists and strings: ``torch.save`` there, ``torch.load(weights_only=True)`` here, so reading a record back
+runs no code from the file.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import tempfile
+from dataclasses import asdict
+from pathlib import Path
+
+import torch
+import torch.distributed as dist
+
+from oracle.causal_lm import Document, Row
+from oracle.window_reference import StepResult
+from parity.compare import Finding
+from parity.targets import load_attribute
+from parity.training.causal.record import CausalCase, CausalRecord
+from parity.training.distributed import init_process_group, launch
+
+MODULE = "parity.training.causal.drivers.ranks"
+
+
+def _plain(record: CausalRecord) -> dict:
+    return {
+        "windows": [[[[[list(d.ids), list(d.labels)] for d in row.documents] for row in microbatch]
+                     for microbatch in window] for window in record.windows],
+        "steps": [{"loss": step.loss, "grads": step.grads, "params": step.params} for step in record.steps],
+        "findings": [[f.kind, f.message, f.step, f.rank, f.phase] for f in record.findings],
+        "patched": list(record.patched),
+    }
+
+
+def _record(plain: dict) -> CausalRecord:
+    windows = [[[Row(tuple(Document(tuple(ids), tuple(labels)) for ids, labels in row)) for row in microbatch]
+                for microbatch in window] for window in plain["windows"]]
+    steps = [StepResult(step["loss"], step["grads"], step["params"]) for step in plain["steps"]]
+    return CausalRecord(windows, steps, [Finding(*finding) for finding in plain["findings"]], list(plain["patched"]))
+
+
+def run_on_ranks(driver: str, target: str, case: CausalCase, timeout_s: float | None = None) -> list[CausalRecord]:
+    """Every rank's record of ``driver`` (``module:function``) running ``target`` (``module:attribute``) on ``case``,
+    as ``case.world_size`` processes; ``parity.training.distributed.RankFailed`` naming a rank that failed."""
+    with tempfile.TemporaryDirectory(prefix="parity-causal-ranks-") as folder:
+        launch(MODULE, ["--driver", driver, "--target", target, "--case", json.dumps(asdict(case)), "--out", folder],
+               case.world_size, timeout_s=timeout_s)
+        return [_record(torch.load(Path(folder, f"rank{rank}.pt"), weights_only=True)) for rank in range(case.world_size)]
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog=f"python -m {MODULE}", description=__doc__.splitlines()[0])
+    parser.add_argument("--driver", required=True, metavar="MODULE:FUNCTION")
+    parser.add_argument("--target", required=True, metavar="MODULE:ATTRIBUTE")
+    parser.add_argument("--case", required=True, help="the CausalCase as JSON")
+    parser.add_argument("--out", required=True, help="the folder each rank writes rank<N>.pt into")
+    args = parser.parse_args(argv)
+    fields = json.loads(args.case)
+    case = CausalCase(**{**fields, "empty_ranks": tuple(fields["empty_ranks"])})
+    init_process_group(case.device)
+    rank, world_size = dist.get_rank(), dist.get_world_size()
+    record = load_attribute(args.driver)(load_attribute(args.target), case, rank, world_size)
+    torch.save(_plain(record), Path(args.out, f"rank{rank}.pt"))
+    dist.barrier()
+    dist.destroy_process_group()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
