@@ -14,6 +14,7 @@ from parity.targets import Interface, Target
 #: so a wrong object is one usage error, not a crash inside the first property that touches it.
 DATASET_MEMBERS = ("__len__", "__getitem__", "document_index", "shuffle_index")
 LOSS_MEMBERS = ("prepare_window", "window_count", "microbatch_loss", "loss_is_scaled_for_ga")
+LOOP_MEMBERS = ("prepare", "step")
 
 
 class TargetContractError(UsageError, TypeError):
@@ -53,6 +54,10 @@ def checked_interface(target: Target, interface: Interface) -> Any:
             got = trainer_class.__name__ if isinstance(trainer_class, type) else type(trainer_class).__name__
             raise TargetContractError(f"{where}: a trainer target is a transformers.Trainer subclass, or a "
                                       f"parity.training.shipped.ShippedTrainer naming one, got {got}")
+    if interface == "loop" and (missing := [m for m in LOOP_MEMBERS if not callable(getattr(value, m, None))]):
+        raise TargetContractError(f"{where}: a loop target has {_listed(LOOP_MEMBERS)} "
+                                  f"(parity.training.causal.drivers.loop.CausalLoop), got {type(value).__name__} "
+                                  f"without {_listed(missing)}")
     if interface == "causal_trainer":
         from transformers import Trainer
 
@@ -84,7 +89,7 @@ def preflight(target: Target, seed: int = 0) -> None:
     from parity.dataset_config import upstream_config, upstream_documents
     from parity.safety.crash import TargetCrashed, call_target
 
-    for interface in ("dataset", "loss", "trainer", "causal_trainer"):
+    for interface in ("dataset", "loss", "trainer", "causal_trainer", "loop"):
         if not target.provides(interface):
             continue
         loaded = checked_interface(target, interface)

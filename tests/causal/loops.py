@@ -41,8 +41,8 @@ class PerTokenLoop:
         scale = (world if self.across_ranks else 1) / max(int(count), 1)
         total = torch.zeros((), dtype=torch.float64, device=count.device)
         for batch in microbatches:
-            inputs = {name: value for name, value in batch.items() if name != "labels"}
-            logits = model(**inputs, use_cache=False).logits  # a packed forward keeps documents apart without a cache
+            logits = model(input_ids=batch["input_ids"], attention_mask=batch.get("attention_mask"),
+                           position_ids=batch.get("position_ids"), use_cache=False).logits
             loss = F.cross_entropy(logits[:, :-1].flatten(0, 1).float(), batch["labels"][:, 1:].flatten(),
                                    ignore_index=IGNORE_INDEX, reduction="sum")
             (loss * scale).backward()

@@ -14,6 +14,8 @@ from dataclasses import dataclass
 
 import pytest
 
+from parity.contracts import TargetContractError, preflight
+from parity.targets import Target
 from parity.training.causal.drivers.loop import LoopContractError, run_loop
 from parity.training.causal.record import CausalCase
 from parity.training.distributed import launch
@@ -81,9 +83,24 @@ class _NeverSteps:
         return 0.0
 
 
+@dataclass
+class _LacksStep:
+    def prepare(self, model):
+        return model
+
+
+LACKS_STEP = _LacksStep()
+
+
 def test_a_loop_that_never_steps_the_optimizer_breaks_the_contract():
     with pytest.raises(LoopContractError, match="called optimizer.step\\(\\) 0 times in window 0"):
         run_loop(_NeverSteps(), CausalCase(steps=1))
+
+
+def test_a_loop_target_without_a_step_is_a_usage_error():
+    target = Target(name="no-step", description="", expect="pass", loop="tests.causal.test_loops:LACKS_STEP")
+    with pytest.raises(TargetContractError, match="a loop target has prepare and step .* without step"):
+        preflight(target)
 
 
 @pytest.mark.long

@@ -20,9 +20,10 @@ import torch
 import torch.distributed as dist
 from torch import nn
 
-from oracle.causal_lm import IGNORE_INDEX, TINY_CAUSAL_CONFIG, Row, tiny_causal_lm
+from oracle.causal_lm import tiny_causal_lm
 from oracle.window_reference import StepResult
 from parity.devices import torch_dtype
+from parity.training.causal.drivers.batches import collate_rows
 from parity.training.causal.record import CausalCase, CausalRecord
 from parity.training.causal.rows import case_rows
 
@@ -31,7 +32,7 @@ class CausalLoop(Protocol):
     """A training step the user writes. ``microbatches`` are one accumulation window's batches, each a dict of
     ``input_ids`` and ``labels`` (aligned with the ids, -100 where nothing is supervised: the shift is the loss's
     job), with ``attention_mask`` for padded rows or ``position_ids`` restarting per document for packed ones
-    (:func:`microbatch`)."""
+    (:func:`parity.training.causal.drivers.batches.collate_rows`)."""
 
     def prepare(self, model: nn.Module) -> nn.Module:
         """Once, before the optimizer is built: the model as the loop trains it (wrapped in DDP, sharded, or itself).
@@ -48,28 +49,8 @@ class LoopContractError(RuntimeError):
     """A loop that did not step the optimizer exactly once in a window: no gradient of its can be judged."""
 
 
-def microbatch(rows: Sequence[Row], packed: bool, device: str = "cpu") -> dict[str, torch.Tensor]:
-    """One microbatch as a loop receives it. Unpacked rows are padded on the right (pad id, labels -100,
-    ``attention_mask`` 0). Packed rows are served padding-free as transformers' ``DataCollatorWithFlattening``
-    serves them: every document side by side in one row, ``position_ids`` restarting per document, each
-    document's first label -100 so the shift never predicts across a boundary."""
-    if packed:
-        documents = [document for row in rows for document in row.documents]
-        ids = [i for d in documents for i in d.ids]
-        labels = [label for d in documents for label in (IGNORE_INDEX, *d.labels[1:])]
-        positions = [p for d in documents for p in range(len(d.ids))]
-        return {name: torch.tensor([values], device=device)
-                for name, values in (("input_ids", ids), ("labels", labels), ("position_ids", positions))}
-    width = max(len(document.ids) for row in rows for document in row.documents)
-    pad = TINY_CAUSAL_CONFIG["pad_token_id"]
-    ids, labels, mask = [], [], []
-    for (document,) in (row.documents for row in rows):
-        padding = width - len(document.ids)
-        ids.append([*document.ids, *[pad] * padding])
-        labels.append([*document.labels, *[IGNORE_INDEX] * padding])
-        mask.append([1] * len(document.ids) + [0] * padding)
-    return {"input_ids": torch.tensor(ids, device=device), "labels": torch.tensor(labels, device=device),
-            "attention_mask": torch.tensor(mask, device=device)}
+def _on(batch: dict, device: str) -> dict:
+    return {name: value.to(device) if isinstance(value, torch.Tensor) else value for name, value in batch.items()}
 
 
 def _whole(tensor: torch.Tensor) -> torch.Tensor:
@@ -95,7 +76,7 @@ def run_loop(loop: CausalLoop, case: CausalCase) -> CausalRecord:
         {name: None if p.grad is None else _whole(p.grad) for name, p in named.items()}))
     steps = []
     for k, window in enumerate(windows):
-        loss = loop.step(trained, optimizer, [microbatch(rows, case.packed, case.device) for rows in window])
+        loss = loop.step(trained, optimizer, [_on(collate_rows(rows, case.packed), case.device) for rows in window])
         if len(handed) != k + 1:
             raise LoopContractError(f"{type(loop).__name__}.step called optimizer.step() {len(handed) - k} times in "
                                     f"window {k}; a loop steps once per window (docs/causal-lm.md, The loop interface)")

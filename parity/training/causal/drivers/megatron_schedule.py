@@ -76,8 +76,8 @@ class _ScheduledModel(nn.Module):
         """At pipeline size 1 no stage hands this one an input."""
 
     def forward(self, batch: dict) -> torch.Tensor:
-        inputs = {name: value for name, value in batch.items() if name != "labels"}
-        return self.module(**inputs, use_cache=False).logits  # a packed forward keeps documents apart without a cache
+        return self.module(input_ids=batch["input_ids"], attention_mask=batch.get("attention_mask"),
+                           position_ids=batch.get("position_ids"), use_cache=False).logits  # packed: no cache (batches.py)
 
 
 class MegatronSchedule:
