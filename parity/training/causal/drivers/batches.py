@@ -1,11 +1,13 @@
 """The oracle's rows as the tensors a causal LM is handed (docs/causal-lm.md, Trainers and their contract per
 release): a row's documents side by side, right-padded with id 0 and label -100.
 
-Each document's first label is written -100 whatever the row says: nothing in the document predicts it (the
-oracle never counts it), and in a packed row the previous document's last token would otherwise be trained to
-predict it. Unpacked rows carry an ``attention_mask``. Packed rows carry ``position_ids`` restarting at each
-document (the padding is one more) and no attention mask, which is how a Llama forward finds the documents and
-keeps them apart; it does so only without a cache, so the batch says ``use_cache=False``.
+A row's labels are handed as the row has them, its first one included, though nothing predicts it (the oracle
+never counts it): a trainer that counts it is wrong, and the harness must see it (transformers 5.5 to 5.9 count
+it). Only in a packed row is every later document's first label written -100, since the previous document's last
+token would otherwise be trained to predict it. Unpacked rows carry an ``attention_mask``. Packed rows carry
+``position_ids`` restarting at each document (the padding is one more) and no attention mask, which is how a Llama
+forward finds the documents and keeps them apart; it does so only without a cache, so the batch says
+``use_cache=False``.
 """
 
 from __future__ import annotations
@@ -22,9 +24,9 @@ PAD_ID = 0
 def _flat(row: Row) -> tuple[list[int], list[int], list[int]]:
     """(ids, labels, positions) of the row's documents side by side."""
     ids, labels, positions = [], [], []
-    for document in row.documents:
+    for k, document in enumerate(row.documents):
         ids += document.ids
-        labels += [IGNORE_INDEX, *document.labels[1:]]
+        labels += [IGNORE_INDEX if k else document.labels[0], *document.labels[1:]]
         positions += range(len(document.ids))
     return ids, labels, positions
 
