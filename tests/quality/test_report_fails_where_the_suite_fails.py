@@ -8,8 +8,8 @@ the suite's generated test runs them first (parity/suite/collect.py), fail on th
 that holds the record, restricted to it (the same ``TableScenario``, the same corners), run for the plant as a target
 of yours (in a child, as ``python -m parity`` runs it), makes the verdict line name that scenario. The float16
 corner runs under the loss scaling the suite's float16 tests give the CPU (tests/training/test_float16.py). The
-``long`` run starts ``python -m parity --target NAME --only SCENARIO`` itself for every plant, the plants installed
-as an adapter, and ties the plants whose corner comes after many whole runs in-process.
+``long`` run starts ``python -m parity --target NAME ... --only SCENARIO`` itself for the plants of each scenario, the
+plants installed as an adapter, and ties the plants whose corner comes after many whole runs in-process.
 """
 
 from __future__ import annotations
@@ -123,20 +123,23 @@ ADAPTER = "from parity.targets import Target\n\n" + "".join(
 )
 
 
-@pytest.mark.long  # a fresh interpreter per plant, each running its scenario for the controls too
-@pytest.mark.parametrize("name", list(PLANTS))
-def test_python_m_parity_exits_1_naming_the_scenario(name, tmp_path):
-    plant = PLANTS[name]
+@pytest.mark.long  # a fresh interpreter per scenario, running it for every plant of the scenario and the controls
+@pytest.mark.parametrize("scenario", sorted({plant.scenario for plant in PLANTS.values()}))
+def test_python_m_parity_exits_1_naming_the_scenario(scenario, tmp_path):
+    """Each plant of the scenario a ``--target`` of one run (the controls run once): every one UNEXPECTED in it, so
+    each alone would end the run with exit 1 and the scenario named."""
     install_adapter(tmp_path, "planted_adapter", textwrap.dedent(ADAPTER),
-                    {plant.target(n).name: f"planted_adapter:{n}" for n, plant in PLANTS.items()})
+                    {plant.target(name).name: f"planted_adapter:{name}" for name, plant in PLANTS.items()})
+    planted = [plant.target(name).name for name, plant in PLANTS.items() if plant.scenario == scenario]
     out = tmp_path / "report.json"
     result = subprocess.run(
-        [sys.executable, "-m", "parity", "--target", plant.target(name).name, "--only", plant.scenario, "--quiet",
-         "--json", str(out)],
+        [sys.executable, "-m", "parity", *(a for name in planted for a in ("--target", name)), "--only", scenario,
+         "--quiet", "--json", str(out)],
         cwd=REPOSITORY, capture_output=True, text=True, timeout=280,
         env={**os.environ, "PYTHONPATH": os.pathsep.join([str(tmp_path), str(REPOSITORY)])},
     )
     assert result.returncode == 1, result.stdout[-3000:] + result.stderr[-3000:]
-    assert result.stdout.splitlines()[0] == f"parity: UNEXPECTED verdicts in {plant.target(name).name} ({plant.scenario})"
-    (scenario,) = json.loads(out.read_text())["scenarios"]
-    assert scenario["verdicts"][plant.target(name).name].endswith("(UNEXPECTED)")
+    said = " ".join(result.stdout.split())  # the verdict line wraps at 120 columns
+    assert said.startswith("parity: UNEXPECTED verdicts in " + "; ".join(f"{name} ({scenario})" for name in planted))
+    (ran,) = json.loads(out.read_text())["scenarios"]
+    assert all(ran["verdicts"][name].endswith("(UNEXPECTED)") for name in planted), ran["verdicts"]

@@ -80,6 +80,17 @@ def test_report_is_the_default_command(capsys):
     assert main(["report", "--only", "dataset-cache"]) == main(["--only", "dataset-cache"]) == 0
 
 
+def test_every_shipped_trainer_is_under_test_and_float16_runs_on_the_cpu_saying_how(capsys):
+    """impl's trainer and the logits-style one (impl/logits_trainer.py) are both columns under test by default, in
+    every trainer scenario (one rank and two); the float16 corners run on the CPU through the scaler accelerate sets
+    up on CUDA, and the scenario's title says so (docs/report.md, Scenarios)."""
+    assert main(["--only", "float16"]) == 0
+    out = " ".join(capsys.readouterr().out.split())
+    assert out.startswith("parity: every impl column holds and every known bug is caught")
+    assert "on the cpu through torch's cpu GradScaler and float16 autocast, as accelerate sets them up on cuda" in out
+    assert "impl logits ---" in out and "training/any-run-matches holds: 1 corner holds: 1 corner" in out
+
+
 def test_targets_lists_every_registered_target(capsys):
     assert main(["targets"]) == 0
     listed = capsys.readouterr().out
