@@ -4,9 +4,9 @@ Read statically from every test module, so that a new test that needs an optiona
 fails here, in the default run of a full install, before it can fail the default install of a new user (where
 ``.ci/run``'s ``tox -e bare`` would then catch it, minutes later). What counts as needing a part:
 
-* megatron-core: importing ``megatron`` or the dataset wing's megatron modules, or selecting a megatron
-  target by name; and no test module may import megatron at its top, where a missing package is a
-  collection error no marker can skip;
+* megatron-core: importing ``megatron`` or the harness's megatron modules (the dataset wing's, megatron's schedule),
+  or selecting a megatron target by name; and no test module may import megatron at its top, where a missing
+  package is a collection error no marker can skip;
 * redis-server: a test that takes the ``redis_url`` fixture (the marker on the test, its class or module);
 * chromium: naming the browser; hypofuzz: importing it or running ``python -m parity fuzz``.
 """
@@ -22,7 +22,9 @@ from tests.optional_parts import OPTIONAL_PARTS
 
 REPOSITORY = Path(__file__).resolve().parents[2]
 MEGATRON_MODULES = ("megatron", "parity.dataset.megatron", "parity.dataset.megatron_pipeline",
-                    "parity.dataset.megatron_mock", "parity.dataset.files")  # fmt: skip
+                    "parity.dataset.megatron_mock", "parity.dataset.files",
+                    "parity.training.causal.drivers.megatron_schedule")  # fmt: skip
+MEGATRON_TARGETS = ("megatron-core", "megatron-schedule")
 
 
 def harness_test_modules() -> list[Path]:
@@ -80,7 +82,7 @@ def needed_parts(path: Path) -> dict[str, str]:
         if any(_is_megatron(module) for module in _imported(node)) and "megatron-core" not in declared:
             missing.setdefault("megatron-core", f"imports {_imported(node)[0]} (line {node.lineno})")
         if (isinstance(node, ast.Call) and getattr(node.func, "id", getattr(node.func, "attr", None)) == "get_target"
-                and any(s.startswith("megatron-core") for s in _strings(node)) and "megatron-core" not in declared):
+                and any(s.startswith(MEGATRON_TARGETS) for s in _strings(node)) and "megatron-core" not in declared):
             missing.setdefault("megatron-core", f"selects a megatron target (line {node.lineno})")
         if (isinstance(node, ast.FunctionDef) and node.name.startswith("test_")
                 and any(a.arg == "redis_url" for a in node.args.args) and "redis-server" not in _needs_on(node, tree)):
