@@ -54,13 +54,13 @@ def _on(batch: dict, device: str) -> dict:
 
 
 def _whole(tensor: torch.Tensor) -> torch.Tensor:
-    """A tensor as the oracle holds it: a sharded one (FSDP2's ``DTensor``) gathered whole (a collective: every rank
-    reads the same tensors in the same order)."""
+    """A tensor as the verdict holds it: on the CPU, a sharded one (FSDP2's ``DTensor``) gathered whole first (a
+    collective: every rank reads the same tensors in the same order)."""
     from torch.distributed.tensor import DTensor
 
     if isinstance(tensor, DTensor):
         tensor = tensor.full_tensor()
-    return tensor.detach().clone()
+    return tensor.detach().to("cpu", copy=True)
 
 
 def run_loop(loop: CausalLoop, case: CausalCase) -> CausalRecord:
