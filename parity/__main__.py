@@ -18,6 +18,7 @@ from __future__ import annotations
 import argparse
 import os
 import sys
+from typing import get_args
 from unittest.mock import patch
 
 from parity.safety.interrupts import run_interruptible
@@ -38,6 +39,7 @@ from parity.safety.bounds import TEST_BOUND_ENV, described  # noqa: E402
 from parity.safety.releases import UnsupportedRelease, check_supported, install_command  # noqa: E402
 from parity.safety.usage import check_at_least, check_distinct_outputs, check_output_path, write_atomically  # noqa: E402
 from parity.targets import (  # noqa: E402
+    Interface,
     TargetLoadError,
     UnknownTargetError,
     default_targets,
@@ -244,7 +246,7 @@ def targets(parser: argparse.ArgumentParser, args: argparse.Namespace) -> int:
         if isinstance(target, str):  # an installed entry point that failed to load
             print(target)
             continue
-        interfaces = ", ".join(i for i in ("dataset", "loss", "trainer") if target.provides(i))
+        interfaces = ", ".join(i for i in get_args(Interface) if target.provides(i))
         print(f"{target.name:28} expected to {target.expect:4}  [{interfaces}]  {target.description}")
     return 0
 
