@@ -81,42 +81,6 @@ def _every(names) -> dict:
 
 
 PROPERTIES: tuple[Property, ...] = (
-    # --- bad input refused (parity/strategies/bad_input.py): the report's ``validation`` scenario ---
-    Property(
-        name="validation/dataset-documents",
-        interface="dataset",
-        check="parity.table.checks.validation:check_refuses_unusable_documents",
-        arguments=lambda: _every(_bad_input().BAD_DOCUMENTS),
-        examples=lambda: [{"bad": name} for name in _bad_input().BAD_DOCUMENTS],
-        only_if="validates_input",
-        scenario="validation",
-    ),
-    Property(
-        name="validation/dataset-indices",
-        interface="dataset",
-        check="parity.table.checks.validation:check_refuses_bad_indices",
-        arguments=lambda: _every(_bad_input().BAD_INDICES),
-        examples=lambda: [{"bad": name} for name in _bad_input().BAD_INDICES],
-        scenario="validation",
-    ),
-    Property(
-        name="validation/loss-arguments",
-        interface="loss",
-        check="parity.table.checks.validation:check_loss_refuses",
-        arguments=lambda: _every(_bad_input().BAD_LOSS_INPUTS),
-        examples=lambda: [{"bad": name} for name in _bad_input().BAD_LOSS_INPUTS],
-        scenario="validation",
-    ),
-    Property(
-        name="validation/trainer-settings",
-        interface="trainer",
-        check="parity.table.checks.validation:check_trainer_refuses",
-        arguments=lambda: _every(_bad_input().BAD_TRAINER_INPUTS),
-        examples=lambda: [{"bad": name} for name in _bad_input().BAD_TRAINER_INPUTS],
-        scenario="validation",
-        # each example starts a Trainer; the draws only repeat the declared names
-        examples_fraction=0.2,
-    ),
     Property(
         name="dataset/matches-oracle",
         interface="dataset",
@@ -371,5 +335,41 @@ PROPERTIES: tuple[Property, ...] = (
         examples_fraction=0.3,
         whole_run=True,
         dtypes=TRAINER_DTYPES,
+    ),
+    # --- bad input refused (parity/strategies/bad_input.py): the report's ``validation`` scenario ---
+    Property(
+        name="validation/dataset-documents",
+        interface="dataset",
+        check="parity.table.checks.validation:check_refuses_unusable_documents",
+        arguments=lambda: _every(_bad_input().BAD_DOCUMENTS),
+        examples=lambda: [{"bad": name} for name in _bad_input().BAD_DOCUMENTS],
+        only_if="validates_input",
+        scenario="validation",
+    ),
+    Property(
+        name="validation/dataset-indices",
+        interface="dataset",
+        check="parity.table.checks.validation:check_refuses_bad_indices",
+        arguments=lambda: _every(_bad_input().BAD_INDICES),
+        examples=lambda: [{"bad": name} for name in _bad_input().BAD_INDICES],
+        scenario="validation",
+    ),
+    Property(
+        name="validation/loss-arguments",
+        interface="loss",
+        check="parity.table.checks.validation:check_loss_refuses",
+        arguments=lambda: _every(_bad_input().BAD_LOSS_INPUTS),
+        examples=lambda: [{"bad": name} for name in _bad_input().BAD_LOSS_INPUTS],
+        scenario="validation",
+    ),
+    Property(
+        name="validation/trainer-settings",
+        interface="trainer",
+        check="parity.table.checks.validation:check_trainer_refuses",
+        arguments=lambda: _every(_bad_input().BAD_TRAINER_INPUTS),
+        examples=lambda: [{"bad": name} for name in _bad_input().BAD_TRAINER_INPUTS],
+        scenario="validation",
+        # each example starts a Trainer; the draws only repeat the declared names
+        examples_fraction=0.2,
     ),
 )

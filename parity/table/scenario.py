@@ -124,7 +124,7 @@ def _holds(found: Hunt | None, target: Target) -> bool:
 
 def _ran(corners: Hunt, drawn: Hunt | None) -> str:
     """How much of the record ran: ``53 corners, 3 drawn`` (``1 declined`` where the target or device declined)."""
-    said = f"{corners.explicit_run} corner{'s' if corners.explicit_run != 1 else ''}"
+    said = f"{corners.explicit_run} corner{'s' if corners.explicit_run != 1 else ''}" if corners.explicit_total else "no corners"
     said += f" ({corners.explicit_declined} declined)" if corners.explicit_declined else ""
     return said + (f", {drawn.drawn_run} drawn" if drawn is not None else "")
 

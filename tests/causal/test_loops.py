@@ -10,7 +10,6 @@ with a rank that supervises nothing, FSDP2's ``fully_shard`` and bfloat16.
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
 
 import pytest
 
@@ -74,7 +73,6 @@ def test_megatron_s_schedule_holds_with_per_token_loss_and_is_named_without(two_
     assert all(PATCHED in two_ranks[name]["diagnosis"] for name in MEGATRON), "the CPU patches are said"
 
 
-@dataclass
 class _NeverSteps:
     def prepare(self, model):
         return model
@@ -83,23 +81,14 @@ class _NeverSteps:
         return 0.0
 
 
-@dataclass
-class _LacksStep:
-    def prepare(self, model):
-        return model
-
-
-LACKS_STEP = _LacksStep()
-
-
 def test_a_loop_that_never_steps_the_optimizer_breaks_the_contract():
     with pytest.raises(LoopContractError, match="called optimizer.step\\(\\) 0 times in window 0"):
         run_loop(_NeverSteps(), CausalCase(steps=1))
 
 
-def test_a_loop_target_without_a_step_is_a_usage_error():
-    target = Target(name="no-step", description="", expect="pass", loop="tests.causal.test_loops:LACKS_STEP")
-    with pytest.raises(TargetContractError, match="a loop target has prepare and step .* without step"):
+def test_a_loop_target_that_is_no_loop_is_a_usage_error():
+    target = Target(name="no-loop", description="", expect="pass", loop="oracle.causal_lm:Row")
+    with pytest.raises(TargetContractError, match="a loop target has prepare and step .* without prepare and step"):
         preflight(target)
 
 
