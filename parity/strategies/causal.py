@@ -17,6 +17,10 @@ CAUSAL_CORNERS = (
     CausalCase(window_size=3, world_size=2, average_tokens_across_devices=False, data_seed=3),
 )
 
+#: The run a dataset target's rows feed (impl's causal-LM trainer): two windows' worth of rows would cycle the
+#: upstream case's few samples, so one window of two microbatches of two rows.
+DATASET_FED_RUN = CausalCase(window_size=2, steps=1, rows_per_microbatch=2)
+
 
 @st.composite
 def causal_cases(draw, world_sizes=(1,), dtypes=("float32",)) -> CausalCase:

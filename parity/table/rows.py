@@ -69,6 +69,12 @@ def _training():
     return training
 
 
+def _causal():
+    from parity.strategies import causal
+
+    return causal
+
+
 def _bad_input():
     from parity.strategies import bad_input
 
@@ -371,5 +377,36 @@ PROPERTIES: tuple[Property, ...] = (
         scenario="validation",
         # each example starts a Trainer; the draws only repeat the declared names
         examples_fraction=0.2,
+    ),
+    # --- causal-LM training (docs/causal-lm.md): the report's ``causal-lm`` scenario ---
+    Property(
+        name="causal/trainer-follows-the-window",
+        interface="causal_trainer",
+        check="parity.table.checks.causal:check_causal_trainer",
+        arguments=lambda: {"case": _causal().causal_cases()},
+        examples=lambda: [{"case": case} for case in _causal().CAUSAL_CORNERS if case.world_size == 1],
+        catches=("known-bug:causal-local-mean",),
+        examples_fraction=0.1,  # each example is a whole Trainer run
+        scenario="causal-lm",
+    ),
+    Property(
+        name="causal/loop-follows-the-window",
+        interface="loop",
+        check="parity.table.checks.causal:check_causal_loop",
+        arguments=lambda: {"case": _causal().causal_cases()},
+        examples=lambda: [{"case": case} for case in _causal().CAUSAL_CORNERS if case.world_size == 1],
+        catches=("megatron-schedule",),
+        examples_fraction=0.1,
+        scenario="causal-lm",
+    ),
+    Property(
+        name="causal/dataset-feeds-a-run",
+        interface="dataset",
+        check="parity.table.checks.causal:check_dataset_feeds_a_causal_run",
+        arguments=lambda: {"case": _dataset().small_dataset_cases, "causal": st.just(_causal().DATASET_FED_RUN)},
+        examples=lambda: [{"case": _dataset().UPSTREAM_PR_CASE, "causal": _causal().DATASET_FED_RUN}],
+        catches=CACHE_BUGS,
+        examples_fraction=0.1,
+        scenario="causal-lm",
     ),
 )

@@ -1,4 +1,4 @@
-"""The report's scenarios that read the property table: ``validation``, ``float16`` and ``properties``.
+"""The report's scenarios that read the property table: ``validation``, ``float16``, ``properties`` and ``causal-lm``.
 
 Each runs records of the table (parity/table/rows.py) on a target, their explicit examples first: the corners
 the suite runs as ``@example``s (covering-array rows, upstream triggers, the declared bad input), from the same
@@ -189,6 +189,16 @@ properties_scenario = TableScenario(
 )
 
 
+causal_scenario = TableScenario(
+    "causal-lm",
+    "causal-LM training held to the window rule (docs/causal-lm.md): each causal-LM trainer and loop on the corners "
+    "of the case space, and each dataset target feeding impl's causal-LM trainer",
+    "loss, every gradient and parameter after every step, docs/budget.md; a dataset's wrong loss mask as a wrong count",
+    _of_scenario("causal-lm"),
+    draws=False,
+)
+
+
 def _loss_scaled(device: str) -> tuple[AbstractContextManager, str]:
     """The loss scaled as ``fp16=True`` scales it on CUDA; on the CPU through torch's own CPU ``GradScaler`` and
     float16 autocast, given to accelerate as it sets them up on CUDA (docs/budget.md, float16), and said so."""
@@ -218,4 +228,5 @@ ALL_SCENARIOS = {
     "validation": Scenario("validation", "any", validation_scenario),
     "float16": Scenario("float16", "trainer", float16_scenario),
     "properties": Scenario("properties", "any", properties_scenario),
+    "causal-lm": Scenario("causal-lm", "any", causal_scenario),
 }

@@ -130,7 +130,7 @@ def _replayed(case: CausalCase, records: Sequence[CausalRecord]) -> list[_Step]:
             model.zero_grad(set_to_none=True)
             total = sum(document_sum(model, document) for document in row.documents)
             total.backward()
-            sums.append(float(total))
+            sums.append(total.item())
             grads.append({n: _grad(p).detach().clone() for n, p in model.named_parameters()})
         step = _Step(_places(ranks), sums, grads)
         model.zero_grad(set_to_none=True)
