@@ -5,6 +5,7 @@ property that touches it. The CLI turns it into exit 2, the plugin into a pytest
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 from parity.safety.usage import UsageError
@@ -58,12 +59,13 @@ def checked_interface(target: Target, interface: Interface) -> Any:
         raise TargetContractError(f"{where}: a loop target has {_listed(LOOP_MEMBERS)} "
                                   f"(parity.training.causal.drivers.loop.CausalLoop), got {type(value).__name__} "
                                   f"without {_listed(missing)}")
-    if interface == "causal_trainer":
+    if interface == "causal_trainer" and not isinstance(getattr(value, "sft_config", None), Mapping):  # TRL's modes
         from transformers import Trainer
 
         if not (isinstance(value, type) and issubclass(value, Trainer)):
             got = value.__name__ if isinstance(value, type) else type(value).__name__
-            raise TargetContractError(f"{where}: a causal_trainer target is a transformers.Trainer subclass, got {got}")
+            raise TargetContractError(f"{where}: a causal_trainer target is a transformers.Trainer subclass, or TRL's "
+                                      f"SFTTrainer in a parity.training.causal.drivers.trl_sft.SftMode, got {got}")
     return value
 
 

@@ -255,6 +255,17 @@ CAUSAL_TARGETS: tuple[Target, ...] = (
     ),
 )
 
+#: TRL's ``SFTTrainer`` as shipped, in each of its ways of batching (docs/causal-lm.md, TRL).
+TRL_TARGETS: tuple[Target, ...] = tuple(
+    Target(name=f"trl-sft:{name}", description=f"TRL's SFTTrainer as shipped, {words}", expect="pass",
+           causal_trainer=f"parity.training.causal.drivers.trl_sft:{mode}", requires="trl")
+    for name, mode, words in (
+        ("completion-only", "COMPLETION_ONLY", "completion_only_loss on padded microbatches"),
+        ("padding-free", "PADDING_FREE", "padding_free: each microbatch flattened, positions restarting per document"),
+        ("packing", "PACKING", "packing with packing_strategy='bfd'"),
+    )
+)
+
 #: megatron-core 0.16.1's index helper rejects its own sample index when a kept partial sample
 #: ends in an empty document (docs/dataset.md, Crashes).
 MEGATRON_INDEX_CRASH = "AssertionError at megatron/core/datasets/helpers.py"
@@ -365,7 +376,7 @@ def builtin_targets() -> dict[str, Target]:
     targets = default_targets()
     targets.update({t.name: t for t in PLANTED_TARGETS})
     targets.update({t.name: t for t in CAUSAL_TARGETS})
-    targets.update({t.name: t for t in OPTIONAL_TARGETS if t.version is not None})
+    targets.update({t.name: t for t in (*OPTIONAL_TARGETS, *TRL_TARGETS) if t.version is not None})
     return targets
 
 

@@ -21,6 +21,8 @@ OPTIONAL_PARTS = {
     "redis-server": (lambda: shutil.which("redis-server") is not None, "apt-get install redis-server (Debian)"),
     "chromium": (lambda: shutil.which("chromium") is not None, "apt-get install chromium (Debian)"),
     "hypofuzz": (lambda: find_spec("hypofuzz") is not None, "pip install hypofuzz (or tox -e fuzz)"),
+    "trl": (lambda: find_spec("trl") is not None and find_spec("datasets") is not None,
+            "pip install --no-deps trl==1.16.0 'datasets>=4.7,<5' ... (docs/causal-lm.md, TRL)"),
 }
 NEEDS = "needs(part, ...): skips, naming the install, unless each optional part is here: " + ", ".join(OPTIONAL_PARTS)
 

@@ -103,18 +103,19 @@ def as_shipped(subject) -> ShippedTrainer:
 
 def tiny_tokenizer(config) -> PreTrainedTokenizerFast:
     """A word-level tokenizer over the model's vocabulary, built offline: ``<s>``, ``</s>`` (also the
-    pad token, as the model's ``pad_token_id`` says) and ``<mask>`` at the model's ids, ``<unk>`` at 0,
-    ``t<i>`` for every other id. What a trainer reads off a ``processing_class`` (the special ids,
-    ``pad``, ``len``) is then the model's."""
+    pad token, as the model's ``pad_token_id`` says) and ``<mask>`` (where the model has one) at the model's
+    ids, ``<unk>`` at 0, ``t<i>`` for every other id. What a trainer reads off a ``processing_class`` (the
+    special ids, ``pad``, ``len``) is then the model's; the causal LM's (docs/causal-lm.md) has no mask."""
     from tokenizers import Tokenizer
     from tokenizers.models import WordLevel
     from tokenizers.pre_tokenizers import WhitespaceSplit
 
-    names = {0: "<unk>", config.bos_token_id: "<s>", config.eos_token_id: "</s>", config.mask_token_id: "<mask>"}
+    mask = getattr(config, "mask_token_id", None)
+    names = {0: "<unk>", config.bos_token_id: "<s>", config.eos_token_id: "</s>"} | ({} if mask is None else {mask: "<mask>"})
     vocab = {names.get(i, f"t{i}"): i for i in range(config.vocab_size)}
     backend = Tokenizer(WordLevel(vocab, unk_token="<unk>"))
     backend.pre_tokenizer = WhitespaceSplit()
     return PreTrainedTokenizerFast(
         tokenizer_object=backend, unk_token="<unk>", bos_token="<s>", eos_token="</s>", pad_token=names[config.pad_token_id],
-        mask_token="<mask>",
+        **({} if mask is None else {"mask_token": "<mask>"}),
     )

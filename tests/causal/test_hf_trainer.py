@@ -23,7 +23,7 @@ from parity.training.causal.drivers.ranks import run_on_ranks
 from parity.training.causal.record import CausalCase, CausalRecord, step_windows
 from parity.training.causal.verdict import causal_verdict
 
-DRIVER = "parity.training.causal.drivers.hf_trainer:run_hf_trainer"
+DRIVER = "parity.training.causal.drivers.causal_trainer:run_causal_trainer"
 IMPL = "impl.causal_trainer:WindowedCausalTrainer"
 PLAIN = "transformers:Trainer"
 TWIN = "impl.known_bugs.causal_local_mean_trainer:CausalLocalMeanTrainer"
@@ -104,7 +104,7 @@ def test_a_causal_trainer_target_must_be_a_trainer_subclass():
 def test_impl_holds_on_two_ranks_one_of_which_supervises_nothing():
     case = CausalCase(window_size=2, steps=1, rows_per_microbatch=1, max_length=6, data_seed=1, world_size=2,
                       empty_ranks=(1,))
-    records = run_on_ranks(DRIVER, IMPL, case, timeout_s=150)
+    [records] = run_on_ranks(DRIVER, [IMPL], case, timeout_s=150)
     assert [counts(record) for record in records] == [[[1, 4]], [[0, 0]]]
     assert_holds(case, records)
 
@@ -144,14 +144,15 @@ def rank_local_golden_holds(case: CausalCase, records: list[CausalRecord]) -> No
 @pytest.mark.long
 @pytest.mark.distributed
 @pytest.mark.xdist_group("distributed")
-@pytest.mark.parametrize("path", [IMPL, PLAIN], ids=["impl", "transformers"])
-def test_both_trainers_hold_on_two_ranks(path):
+def test_both_trainers_hold_on_two_ranks():
     packed = CausalCase(window_size=3, steps=2, rows_per_microbatch=2, max_length=8, packed=True, world_size=2,
                         empty_ranks=(0,))
-    assert_holds(packed, run_on_ranks(DRIVER, path, packed, timeout_s=300))
+    for records in run_on_ranks(DRIVER, [IMPL, PLAIN], packed, timeout_s=300):
+        assert_holds(packed, records)
     own = CausalCase(window_size=3, steps=2, rows_per_microbatch=1, world_size=2, average_tokens_across_devices=False,
                      data_seed=3)
-    rank_local_golden_holds(own, run_on_ranks(DRIVER, path, own, timeout_s=300))
+    for records in run_on_ranks(DRIVER, [IMPL, PLAIN], own, timeout_s=300):
+        rank_local_golden_holds(own, records)
 
 
 @pytest.mark.long
@@ -159,5 +160,6 @@ def test_both_trainers_hold_on_two_ranks(path):
 @pytest.mark.xdist_group("distributed")
 def test_the_pre_fix_twin_is_named_on_two_ranks():
     case = CausalCase(window_size=2, steps=1, rows_per_microbatch=1, max_length=6, world_size=2)
-    verdict = causal_verdict(case, run_on_ranks(DRIVER, TWIN, case, timeout_s=150))
+    [records] = run_on_ranks(DRIVER, [TWIN], case, timeout_s=150)
+    verdict = causal_verdict(case, records)
     assert verdict.failure_kinds == ["normalisation"] and PER_MICROBATCH in verdict.diagnosis, verdict.describe(3)

@@ -8,7 +8,8 @@ fails here, in the default run of a full install, before it can fail the default
   or selecting a megatron target by name; and no test module may import megatron at its top, where a missing
   package is a collection error no marker can skip;
 * redis-server: a test that takes the ``redis_url`` fixture (the marker on the test, its class or module);
-* chromium: naming the browser; hypofuzz: importing it or running ``python -m parity fuzz``.
+* chromium: naming the browser; hypofuzz: importing it or running ``python -m parity fuzz``;
+* trl: importing ``trl`` or the harness's TRL driver (``parity.training.causal.drivers.trl_sft``).
 """
 
 from __future__ import annotations
@@ -25,6 +26,7 @@ MEGATRON_MODULES = ("megatron", "parity.dataset.megatron", "parity.dataset.megat
                     "parity.dataset.megatron_mock", "parity.dataset.files",
                     "parity.training.causal.drivers.megatron_schedule")  # fmt: skip
 MEGATRON_TARGETS = ("megatron-core", "megatron-schedule")
+TRL_MODULES = ("trl", "parity.training.causal.drivers.trl_sft")
 
 
 def harness_test_modules() -> list[Path]:
@@ -91,6 +93,8 @@ def needed_parts(path: Path) -> dict[str, str]:
             missing.setdefault("hypofuzz", f"imports hypofuzz (line {node.lineno})")
         if isinstance(node, ast.List) and "fuzz" in _strings(node) and "parity" in _strings(node) and "hypofuzz" not in declared:
             missing.setdefault("hypofuzz", f"runs python -m parity fuzz (line {node.lineno})")
+        if any(m == t or m.startswith(t + ".") for m in _imported(node) for t in TRL_MODULES) and "trl" not in declared:
+            missing.setdefault("trl", f"imports {_imported(node)[0]} (line {node.lineno})")
     if any("chromium" in s for s in _strings(tree)) and "chromium" not in declared:
         missing["chromium"] = "names the browser"
     return missing
@@ -115,8 +119,9 @@ def test_every_marker_names_a_known_part():
         ("def test_a(redis_url):\n    pass\n", "redis-server"),
         ("def test_a():\n    run([sys.executable, '-m', 'parity', 'fuzz'])\n", "hypofuzz"),
         ("BROWSERS = ('chromium',)\n", "chromium"),
+        ("def test_a():\n    from parity.training.causal.drivers.trl_sft import run_sft\n", "trl"),
     ],
-    ids=["top-import", "wing-import", "target", "redis", "fuzz", "browser"],
+    ids=["top-import", "wing-import", "target", "redis", "fuzz", "browser", "trl"],
 )
 def test_the_reader_catches_a_planted_unmarked_need(tmp_path, source, part):
     (tmp_path / "test_planted.py").write_text(source)
@@ -148,4 +153,4 @@ def test_a_part_no_row_names_is_a_usage_error_before_any_test(pytester):
     pytester.makepyfile("import pytest\n\n@pytest.mark.needs('megatron')\ndef test_a():\n    pass\n")
     result = pytester.runpytest_inprocess("-p", "tests.optional_parts", "-p", "no:cacheprovider")
     assert result.ret == pytest.ExitCode.USAGE_ERROR
-    result.stderr.fnmatch_lines(["*needs(megatron): known parts: megatron-core, redis-server, chromium, hypofuzz"])
+    result.stderr.fnmatch_lines(["*needs(megatron): known parts: megatron-core, redis-server, chromium, hypofuzz, trl"])

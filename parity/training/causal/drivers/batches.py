@@ -12,11 +12,11 @@ forward finds the documents and keeps them apart; it does so only without a cach
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 
 import torch
 
-from oracle.causal_lm import IGNORE_INDEX, Row
+from oracle.causal_lm import IGNORE_INDEX, Document, Row
 
 PAD_ID = 0
 
@@ -46,3 +46,24 @@ def collate_rows(rows: Sequence[Row], packed: bool) -> dict:
     else:
         batch["attention_mask"] = torch.tensor([[1] * len(ids) + [0] * (longest - len(ids)) for ids, _, _ in flat])
     return batch
+
+
+def served_rows(batch: Mapping[str, torch.Tensor]) -> list[Row]:
+    """The rows a collator of its own served (TRL's, which packs and flattens as it likes), as the oracle reads them:
+    each row's attended tokens (every token, without an ``attention_mask``), a new document wherever its
+    ``position_ids`` restart at 0."""
+    rows = []
+    for b, ids in enumerate(batch["input_ids"].tolist()):
+        labels = batch["labels"][b].tolist()
+        kept = batch["attention_mask"][b].tolist() if "attention_mask" in batch else [1] * len(ids)
+        positions = batch["position_ids"][b].tolist() if "position_ids" in batch else list(range(len(ids)))
+        documents: list[tuple[list[int], list[int]]] = []
+        for token, label, position, attended in zip(ids, labels, positions, kept, strict=True):
+            if not attended:
+                continue
+            if position == 0 or not documents:
+                documents.append(([], []))
+            documents[-1][0].append(token)
+            documents[-1][1].append(label)
+        rows.append(Row(tuple(Document(tuple(d_ids), tuple(d_labels)) for d_ids, d_labels in documents)))
+    return rows

@@ -14,7 +14,7 @@ averaged too.
 from __future__ import annotations
 
 import tempfile
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 import torch
 from transformers import PrinterCallback, Trainer, TrainingArguments
@@ -33,8 +33,9 @@ from parity.training.observe import RunObserver
 
 def causal_arguments(case: CausalCase, output_dir: str, world_size: int = 1, arguments: type = TrainingArguments,
                      **extra) -> TrainingArguments:
-    """One optimizer step per window of ``case.window_size`` microbatches, plain SGD at ``case.lr``, every step logged."""
-    return arguments(
+    """One optimizer step per window of ``case.window_size`` microbatches, plain SGD at ``case.lr``, every step logged;
+    ``extra`` sets or overrides fields (a trainer's own batching, its arguments class's own fields)."""
+    return arguments(**dict(
         output_dir=output_dir,
         per_device_train_batch_size=case.rows_per_microbatch,
         gradient_accumulation_steps=case.window_size,
@@ -55,8 +56,7 @@ def causal_arguments(case: CausalCase, output_dir: str, world_size: int = 1, arg
         dataloader_num_workers=0,
         average_tokens_across_devices=case.average_tokens_across_devices,
         ddp_backend=backend(case.device) if world_size > 1 else None,
-        **extra,
-    )
+    ) | extra)
 
 
 def serving_order(rows: Sequence[Sequence[Sequence[Sequence[Row]]]]) -> list[Row]:
@@ -75,32 +75,18 @@ def steps_of(trainer: Trainer, observer: RunObserver) -> list[StepResult]:
             for loss, grads, params in zip(losses, observer.grads, observer.params, strict=True)]
 
 
-def served_windows(observer: RunObserver, served: Sequence[Row], window_size: int) -> list[list[list[Row]]]:
-    """The rows of each microbatch the collator served in training, in windows of ``window_size``."""
-    microbatches = [[served[e["row"]] for e in batch.examples] for batch in observer.batches.get("train", [])]
-    return [microbatches[k:k + window_size] for k in range(0, len(microbatches), window_size)]
-
-
-def run_hf_trainer(trainer_class: type[Trainer], case: CausalCase, rank: int = 0, world_size: int = 1,
-                   rows: Sequence | None = None) -> CausalRecord:
-    """``trainer_class(...).train()`` on ``case`` as rank ``rank`` of ``world_size`` (inside a process group when more
-    than one); ``rows[r][k][g]`` defaults to the case's own (:func:`parity.training.causal.rows.case_rows`). A trainer
-    that raises gives a record with a ``crash`` finding and the steps it did not finish left out."""
-    served = serving_order(case_rows(case) if rows is None else rows)
+def observed_run(case: CausalCase, rank: int, build: Callable, rows_of: Callable) -> CausalRecord:
+    """``build(model, observer, output_dir)``'s trainer trained on ``case`` and watched from outside: each training
+    microbatch's rows read off what its collator served by ``rows_of(served_batch)``, in the order of the forwards
+    (one each). A trainer that raises gives a record with a ``crash`` finding, the steps it did not finish left out."""
     model = tiny_causal_lm(case.model_seed, torch_dtype(case.dtype))
     observer = RunObserver(model)
     findings = []
     with tempfile.TemporaryDirectory(prefix="parity-causal-") as output_dir:
         try:
-            trainer = trainer_class(
-                model=model, args=causal_arguments(case, output_dir, world_size, remove_unused_columns=False),
-                train_dataset=[{"row": i} for i in range(len(served))],
-                data_collator=observer.collator(lambda examples: collate_rows([served[e["row"]] for e in examples],
-                                                                              case.packed)),
-                callbacks=[observer],
-            )
+            trainer = build(model, observer, output_dir)
             trainer.remove_callback(PrinterCallback)  # the observer, not the console, carries the results
-            with bounded(f"`{trainer_class.__name__}.train()`"):  # docs/faults.md, Bounds
+            with bounded(f"`{type(trainer).__name__}.train()`"):  # docs/faults.md, Bounds
                 trainer.train()
             steps = steps_of(trainer, observer)
         except Exception as error:  # the target raised: a crash finding, not a harness error
@@ -108,4 +94,22 @@ def run_hf_trainer(trainer_class: type[Trainer], case: CausalCase, rank: int = 0
             steps = []
         finally:
             observer.close()
-    return CausalRecord(served_windows(observer, served, case.window_size), steps, findings)
+    # a window ends where an optimizer step begins: an epoch's last window may be short, and the next starts afresh
+    microbatches = [rows_of(batch) for batch in observer.batches.get("train", [])]
+    bounds = [0, *observer.window_ends]
+    return CausalRecord([microbatches[a:b] for a, b in zip(bounds, bounds[1:])], steps, findings)
+
+
+def run_hf_trainer(trainer_class: type[Trainer], case: CausalCase, rank: int = 0, world_size: int = 1,
+                   rows: Sequence | None = None) -> CausalRecord:
+    """``trainer_class(...).train()`` on ``case`` as rank ``rank`` of ``world_size`` (inside a process group when more
+    than one); ``rows[r][k][g]`` defaults to the case's own (:func:`parity.training.causal.rows.case_rows`)."""
+    served = serving_order(case_rows(case) if rows is None else rows)
+
+    def build(model, observer: RunObserver, output_dir: str) -> Trainer:
+        collate = observer.collator(lambda examples: collate_rows([served[e["row"]] for e in examples], case.packed))
+        return trainer_class(model=model, args=causal_arguments(case, output_dir, world_size, remove_unused_columns=False),
+                             train_dataset=[{"row": i} for i in range(len(served))], data_collator=collate,
+                             callbacks=[observer])
+
+    return observed_run(case, rank, build, lambda batch: [served[e["row"]] for e in batch.examples])

@@ -1,9 +1,10 @@
-"""A causal-LM driver on several real ranks (docs/causal-lm.md; docs/running.md, Two ranks).
+"""A causal-LM driver on several real ranks (docs/causal-lm.md; docs/running.md, Distributed runs).
 
 :func:`run_on_ranks` launches ``python -m parity.training.causal.drivers.ranks`` as ``world_size`` processes over
 Gloo (``parity.training.distributed.launch``); each rank joins the group, runs the named driver (a function
-``(target, case, rank, world_size) -> CausalRecord``, e.g. :func:`parity.training.causal.drivers.hf_trainer.run_hf_trainer`)
-on the named target (a ``Trainer`` subclass, or whatever that driver takes), and writes its record as plain
+``(target, case, rank, world_size) -> CausalRecord``, e.g.
+:func:`parity.training.causal.drivers.causal_trainer.run_causal_trainer`) on each named target in turn (a ``Trainer``
+subclass, or whatever that driver takes), and writes each record as plain
 tensors, lists and strings: ``torch.save`` there, ``torch.load(weights_only=True)`` here, so reading a record back
 runs no code from the file.
 """
@@ -15,6 +16,7 @@ import json
 import sys
 import tempfile
 from dataclasses import asdict
+from collections.abc import Sequence
 from pathlib import Path
 
 import torch
@@ -47,29 +49,34 @@ def _record(plain: dict) -> CausalRecord:
     return CausalRecord(windows, steps, [Finding(*finding) for finding in plain["findings"]], list(plain["patched"]))
 
 
-def run_on_ranks(driver: str, target: str, case: CausalCase, timeout_s: float | None = None) -> list[CausalRecord]:
-    """Every rank's record of ``driver`` (``module:function``) running ``target`` (``module:attribute``) on ``case``,
-    as ``case.world_size`` processes; ``parity.training.distributed.RankFailed`` naming a rank that failed."""
+def run_on_ranks(driver: str, targets: Sequence[str], case: CausalCase,
+                 timeout_s: float | None = None) -> list[list[CausalRecord]]:
+    """Per target, every rank's record of ``driver`` (``module:function``) running that target (``module:attribute``)
+    on ``case``, the targets one after another in one launch of ``case.world_size`` processes (the ranks start, and
+    import torch, once); ``parity.training.distributed.RankFailed`` naming a rank that failed."""
     with tempfile.TemporaryDirectory(prefix="parity-causal-ranks-") as folder:
-        launch(MODULE, ["--driver", driver, "--target", target, "--case", json.dumps(asdict(case)), "--out", folder],
-               case.world_size, timeout_s=timeout_s)
-        return [_record(torch.load(Path(folder, f"rank{rank}.pt"), weights_only=True)) for rank in range(case.world_size)]
+        launch(MODULE, ["--driver", driver, *(f"--target={target}" for target in targets), "--case",
+                        json.dumps(asdict(case)), "--out", folder], case.world_size, timeout_s=timeout_s)
+        return [[_record(torch.load(Path(folder, f"{k}-rank{rank}.pt"), weights_only=True))
+                 for rank in range(case.world_size)] for k in range(len(targets))]
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog=f"python -m {MODULE}", description=__doc__.splitlines()[0])
     parser.add_argument("--driver", required=True, metavar="MODULE:FUNCTION")
-    parser.add_argument("--target", required=True, metavar="MODULE:ATTRIBUTE")
+    parser.add_argument("--target", required=True, action="append", metavar="MODULE:ATTRIBUTE", help="repeatable")
     parser.add_argument("--case", required=True, help="the CausalCase as JSON")
-    parser.add_argument("--out", required=True, help="the folder each rank writes rank<N>.pt into")
+    parser.add_argument("--out", required=True, help="the folder each rank writes <target number>-rank<N>.pt into")
     args = parser.parse_args(argv)
     fields = json.loads(args.case)
     case = CausalCase(**{**fields, "empty_ranks": tuple(fields["empty_ranks"])})
     init_process_group(case.device)
     rank, world_size = dist.get_rank(), dist.get_world_size()
-    record = load_attribute(args.driver)(load_attribute(args.target), case, rank, world_size)
-    torch.save(_plain(record), Path(args.out, f"rank{rank}.pt"))
-    dist.barrier()
+    driver = load_attribute(args.driver)
+    for k, target in enumerate(args.target):
+        record = driver(load_attribute(target), case, rank, world_size)
+        torch.save(_plain(record), Path(args.out, f"{k}-rank{rank}.pt"))
+        dist.barrier()
     dist.destroy_process_group()
     return 0
 
