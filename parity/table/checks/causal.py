@@ -32,7 +32,7 @@ def _records(trainer, case: CausalCase, target: str | None):
         return [run_hf_trainer(trainer, case)]
     if target is None:
         reject()  # a trainer the launch cannot name runs on one rank only
-    return run_on_ranks(HF_DRIVER, target, case)
+    return run_on_ranks(HF_DRIVER, [target], case)[0]
 
 
 def check_causal_trainer(trainer, case: CausalCase, target=None) -> None:
@@ -46,7 +46,7 @@ def check_causal_loop(loop, case: CausalCase, target=None) -> None:
     prepares its model for a process group: DDP, ``fully_shard``, megatron's parallel state)."""
     if target is None or target.loop is None:
         reject()  # a loop the launch cannot name
-    assert_verdict(causal_verdict(case, run_on_ranks(LOOP_DRIVER, target.loop, case)))
+    assert_verdict(causal_verdict(case, run_on_ranks(LOOP_DRIVER, [target.loop], case)[0]))
 
 
 def _rows(dataset, oracle: OracleGPTDataset, case: DatasetCase, causal: CausalCase):
