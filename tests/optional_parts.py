@@ -22,7 +22,7 @@ OPTIONAL_PARTS = {
     "chromium": (lambda: shutil.which("chromium") is not None, "apt-get install chromium (Debian)"),
     "hypofuzz": (lambda: find_spec("hypofuzz") is not None, "pip install hypofuzz (or tox -e fuzz)"),
     "trl": (lambda: find_spec("trl") is not None and find_spec("datasets") is not None,
-            "pip install --no-deps trl==1.16.0 'datasets>=4.7,<5' ... (docs/causal-lm.md, TRL)"),
+            "pip install --no-deps trl==1.16.0 datasets==4.8.5 and what they import, as .ci/run does (docs/causal-lm.md, TRL)"),
 }
 NEEDS = "needs(part, ...): skips, naming the install, unless each optional part is here: " + ", ".join(OPTIONAL_PARTS)
 
