@@ -17,22 +17,23 @@ from oracle.gpt_dataset import OracleGPTDataset
 from parity.cases import CausalCase, DatasetCase
 from parity.compare import assert_verdict
 from parity.table.checks.dataset import make, serve, serve_plan, served
+from parity.training.causal.drivers.causal_trainer import run_causal_trainer
 from parity.training.causal.drivers.hf_trainer import run_hf_trainer
 from parity.training.causal.drivers.ranks import run_on_ranks
 from parity.training.causal.gpt_rows import UnsupportedSampleConfig, sample_row
 from parity.training.causal.verdict import causal_verdict
 
 #: The drivers a launch of ranks runs (``parity.training.causal.drivers.ranks``).
-HF_DRIVER = "parity.training.causal.drivers.hf_trainer:run_hf_trainer"
+TRAINER_DRIVER = "parity.training.causal.drivers.causal_trainer:run_causal_trainer"
 LOOP_DRIVER = "parity.training.causal.drivers.loop:run_loop_on_rank"
 
 
 def _records(trainer, case: CausalCase, target: str | None):
     if case.world_size == 1:
-        return [run_hf_trainer(trainer, case)]
+        return [run_causal_trainer(trainer, case)]  # a Trainer subclass, or TRL's SFTTrainer in a mode
     if target is None:
         reject()  # a trainer the launch cannot name runs on one rank only
-    return run_on_ranks(HF_DRIVER, [target], case)[0]
+    return run_on_ranks(TRAINER_DRIVER, [target], case)[0]
 
 
 def check_causal_trainer(trainer, case: CausalCase, target=None) -> None:
