@@ -19,12 +19,12 @@ import typing
 import numpy as np
 import torch
 
-from parity.cases import DatasetCase, PipelineCase, TrainerCase, WindowCase
+from parity.cases import CausalCase, DatasetCase, PipelineCase, TrainerCase, WindowCase
 from parity.dataset_config import GPTDatasetConfig
 from parity.devices import DTYPES, torch_dtype
 
 #: The only types a kept example may name.
-CASE_TYPES = {cls.__name__: cls for cls in (DatasetCase, PipelineCase, WindowCase, TrainerCase, GPTDatasetConfig)}
+CASE_TYPES = {cls.__name__: cls for cls in (DatasetCase, PipelineCase, WindowCase, TrainerCase, CausalCase, GPTDatasetConfig)}
 
 
 class CaseDataError(ValueError):
