@@ -1,7 +1,7 @@
 """``transformers.Trainer`` training a causal LM, judged by the window rule (docs/causal-lm.md, Trainers and their
 contract per release): impl's windowed trainer and transformers' own Trainer (the model's loss) hold on one rank
-and two, over accumulation 1 to 4, a microbatch or a rank that supervises nothing, packed rows and each rank's own
-count; impl's pre-fix twin is named per-microbatch means, what every Trainer computed before 4.46.
+and two, over accumulation 1 to 4, a microbatch or a rank that supervises nothing, packed rows, each rank's own
+count, float32 and bfloat16; impl's pre-fix twin is named per-microbatch means, what every Trainer computed before 4.46.
 
 The default run holds one small case of each on one rank and one two-rank launch; ``-m long`` the rest.
 """
@@ -113,12 +113,13 @@ def test_impl_holds_on_two_ranks_one_of_which_supervises_nothing():
 
 
 @pytest.mark.long
+@pytest.mark.parametrize("dtype", ["float32", "bfloat16"])
 @pytest.mark.parametrize("packed", [False, True], ids=["padded", "packed"])
 @pytest.mark.parametrize("window_size", [1, 2, 3, 4])
 @pytest.mark.parametrize("name", sorted(TRAINERS))
-def test_both_trainers_hold_on_one_rank(name, window_size, packed):
+def test_both_trainers_hold_on_one_rank(name, window_size, packed, dtype):
     case = CausalCase(window_size=window_size, steps=2, rows_per_microbatch=2, max_length=8, packed=packed,
-                      data_seed=window_size)
+                      data_seed=window_size, dtype=dtype)
     assert_holds(case, [run_hf_trainer(TRAINERS[name], case)])
 
 
