@@ -30,6 +30,8 @@ TWIN = "impl.known_bugs.causal_local_mean_trainer:CausalLocalMeanTrainer"
 #: The objective the twin computes, as the verdict words it (parity.training.causal.objectives).
 PER_MICROBATCH = "each microbatch's own mean (its CE sum / its own supervised count), averaged over the window's microbatches"
 TRAINERS = {"impl": WindowedCausalTrainer, "transformers": Trainer}
+#: transformers 5.5.0 to 5.5.3 divide every window of more than one microbatch again in accelerate's backward.
+DIVIDES_TWICE = any("accelerate's backward" in defect for defect in transformers_trainer_defects())
 
 
 def counts(record: CausalRecord) -> list[list[int]]:
@@ -120,7 +122,8 @@ def test_impl_holds_on_two_ranks_one_of_which_supervises_nothing():
 def test_both_trainers_hold_on_one_rank(name, window_size, packed, dtype):
     case = CausalCase(window_size=window_size, steps=2, rows_per_microbatch=2, max_length=8, packed=packed,
                       data_seed=window_size, dtype=dtype)
-    assert_holds(case, [run_hf_trainer(TRAINERS[name], case)])
+    verdict = causal_verdict(case, [run_hf_trainer(TRAINERS[name], case)])
+    assert verdict.holds == (name == "impl" or window_size == 1 or not DIVIDES_TWICE), verdict.describe(3)
 
 
 def rank_local_golden_holds(case: CausalCase, records: list[CausalRecord]) -> None:
@@ -148,11 +151,12 @@ def rank_local_golden_holds(case: CausalCase, records: list[CausalRecord]) -> No
 def test_both_trainers_hold_on_two_ranks():
     packed = CausalCase(window_size=3, steps=2, rows_per_microbatch=2, max_length=8, packed=True, world_size=2,
                         empty_ranks=(0,))
-    for records in run_on_ranks(DRIVER, [IMPL, PLAIN], packed, timeout_s=300):
+    trainers = [IMPL] if DIVIDES_TWICE else [IMPL, PLAIN]
+    for records in run_on_ranks(DRIVER, trainers, packed, timeout_s=300):
         assert_holds(packed, records)
     own = CausalCase(window_size=3, steps=2, rows_per_microbatch=1, world_size=2, average_tokens_across_devices=False,
                      data_seed=3)
-    for records in run_on_ranks(DRIVER, [IMPL, PLAIN], own, timeout_s=300):
+    for records in run_on_ranks(DRIVER, trainers, own, timeout_s=300):
         rank_local_golden_holds(own, records)
 
 

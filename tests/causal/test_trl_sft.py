@@ -8,7 +8,7 @@ from __future__ import annotations
 import pytest
 
 from parity.safety.releases import installed
-from parity.targets import builtin_targets
+from parity.targets import builtin_targets, transformers_trainer_defects
 from parity.training.causal.drivers.ranks import run_on_ranks
 from parity.training.causal.drivers.trl_sft import COMPLETION_ONLY, PACKING, PADDING_FREE, run_sft
 from parity.training.causal.record import CausalCase, CausalRecord
@@ -26,23 +26,26 @@ MODES = {"completion-only": COMPLETION_ONLY, "padding-free": PADDING_FREE, "pack
 CASE = CausalCase(window_size=3, steps=2, rows_per_microbatch=2, max_length=12, packed=True, data_seed=4)
 
 
-def assert_holds(case: CausalCase, records: list[CausalRecord]) -> None:
+def assert_as_expected(case: CausalCase, records: list[CausalRecord]) -> None:
+    """Holds, unless the installed transformers divides again by the accumulation steps (5.5.0 to 5.5.3), which
+    SFTTrainer leaves its scaling to (``parity.targets.transformers_trainer_defects``)."""
     verdict = causal_verdict(case, records)
-    assert verdict.holds, verdict.describe(3)
+    assert verdict.holds == (not transformers_trainer_defects(inherited=True)), verdict.describe(3)
 
 
 @pytest.mark.parametrize("name", sorted(MODES))
 def test_each_mode_holds_on_one_rank(name):
     record = run_sft(MODES[name], CASE)
     assert sum(len(window) for window in record.windows) > len(record.windows), "some window accumulates"
-    assert_holds(CASE, [record])
+    assert_as_expected(CASE, [record])
 
 
 def test_each_mode_is_a_target_of_its_own():
     targets = builtin_targets()
     for name, mode in MODES.items():
         target = targets[f"trl-sft:{name}"]
-        assert target.expect == "pass" and target.load("causal_trainer") is mode
+        assert target.load("causal_trainer") is mode
+        assert target.expect == ("fail" if transformers_trainer_defects(inherited=True) else "pass")
 
 
 @pytest.mark.distributed
@@ -51,4 +54,4 @@ def test_each_mode_holds_on_two_ranks_one_of_which_supervises_nothing():
     case = CausalCase(window_size=2, steps=1, rows_per_microbatch=2, world_size=2, empty_ranks=(1,), data_seed=1)
     paths = [f"parity.training.causal.drivers.trl_sft:{mode}" for mode in ("COMPLETION_ONLY", "PADDING_FREE", "PACKING")]
     for records in run_on_ranks(DRIVER, paths, case, timeout_s=300):
-        assert_holds(case, records)
+        assert_as_expected(case, records)
