@@ -42,9 +42,11 @@ def perturbed(records: Sequence[TrainerRecord], comparisons: Sequence[Comparison
     """``records`` with every step's logged loss, gradients and parameters, and the evaluation losses, each moved
     elementwise by ``u * fraction * budget * x / max|x|`` (``u`` uniform in [-1, 1], seeded): relative, as a
     rounding is, so an exact zero stays zero and no element moves by more than ``fraction`` of its tensor's
-    budget. An observation without a comparison (a skipped step's gradients, which nothing reads) is kept."""
-    budgets = {(c.rank, c.step, c.quantity, c.tensor): c.budget for c in comparisons}
-    by_name = {c.name: c.budget for c in comparisons}
+    budget. The budget is the one a correct run gets at that step (``Comparison.own_budget``): another float path
+    moves a tensor by its rounding, never by how far a wrong run has already drifted from the oracle. An
+    observation without a comparison (a skipped step's gradients, which nothing reads) is kept."""
+    budgets = {(c.rank, c.step, c.quantity, c.tensor): c.own_budget for c in comparisons}
+    by_name = {c.name: c.own_budget for c in comparisons}
     generator = torch.Generator().manual_seed(seed)
 
     def move(x: torch.Tensor | None, budget: float | None) -> torch.Tensor | None:

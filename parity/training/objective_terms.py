@@ -297,7 +297,7 @@ def nearest_objectives(case: TrainerCase, records: Sequence, comparisons: Sequen
 
         def fit(weighting: Weighting, delta: float, normalisation=normalisation, coefficients=coefficients) -> Nearest:
             errors = [(abs(logged[k] - _predicted(rows[k], coefficients[k], normalisation, weighting, eps, delta)),
-                       budgets[(k, "loss", None)].budget) for k in range(len(logged))]
+                       budgets[(k, "loss", None)].own_budget) for k in range(len(logged))]
             residual, budget = max(errors, key=lambda e: e[0] / max(e[1], 1e-300))
             return Nearest(normalisation, weighting, delta, residual, budget)
 

@@ -87,7 +87,7 @@ def _misses(out, combined: tuple[torch.Tensor, dict], budgets: dict, step: int, 
     if not gradients:
         comparison = budgets[(step, "loss", None)]
         scale = max(1.0, abs(float(loss)) / max(abs(comparison.golden_value), 1e-300))
-        return abs(float(out.loss) - float(loss)) / max(comparison.budget * scale, 1e-300)
+        return abs(float(out.loss) - float(loss)) / max(comparison.own_budget * scale, 1e-300)
     worst = 0.0
     if skipped:
         return worst
@@ -97,7 +97,7 @@ def _misses(out, combined: tuple[torch.Tensor, dict], budgets: dict, step: int, 
         got = out.grads[name]
         got = torch.zeros_like(expected) if got is None else got.to(torch.float64)
         scale = max(1.0, magnitude / max(comparison.magnitude, 1e-300))
-        budget = (comparison.budget + 2 * (slack or {}).get((step, name), 0.0)) * scale
+        budget = (comparison.own_budget + 2 * (slack or {}).get((step, name), 0.0)) * scale
         if expected.numel():
             worst = max(worst, float((got - expected).abs().max()) / max(budget, 1e-300))
     return worst

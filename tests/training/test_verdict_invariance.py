@@ -47,7 +47,7 @@ def test_the_perturbation_moves_each_observation_by_at_most_its_share_of_the_bud
     """Each logged tensor moves, by no more than a quarter of its budget; a correct run's tensors stay within
     their budgets, and four budgets put some outside, so the perturbation reaches the comparisons."""
     case, records, verdict = verdict_of("correct impl", str(tmp_path))
-    budgets = {(c.step, c.quantity, c.tensor): c.budget for c in verdict.comparisons}
+    budgets = {(c.step, c.quantity, c.tensor): c.own_budget for c in verdict.comparisons}
     (moved,) = perturbed(records, verdict.comparisons, seed=0)
     for k, (before, after) in enumerate(zip(records[0].steps, moved.steps, strict=True)):
         pairs = [("loss", None, before.loss, after.loss),

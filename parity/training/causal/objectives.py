@@ -151,7 +151,7 @@ def _miss(logged, step: _Step, objective: CausalObjective, budgets: dict, k: int
     error on it)."""
     loss, grads = step.combine(objective)
     comparison = budgets[(k, "loss", None)]
-    miss = abs(float(logged.loss) - loss) / max(comparison.budget, 1e-300)
+    miss = abs(float(logged.loss) - loss) / max(comparison.own_budget, 1e-300)
     if miss > SIGNIFICANT:
         return miss
     for name, expected in grads.items():
@@ -159,7 +159,7 @@ def _miss(logged, step: _Step, objective: CausalObjective, budgets: dict, k: int
         got = logged.grads.get(name)
         got = torch.zeros_like(expected) if got is None else got.to(torch.float64)
         scale = max(1.0, float(expected.abs().max()) / max(comparison.magnitude, 1e-300))
-        budget = (comparison.budget + 2 * step.own_error.get(name, 0.0)) * scale
+        budget = (comparison.own_budget + 2 * step.own_error.get(name, 0.0)) * scale
         miss = max(miss, float((got - expected).abs().max()) / max(budget, 1e-300))
     return miss
 
