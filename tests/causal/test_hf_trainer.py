@@ -22,6 +22,7 @@ from parity.training.causal.drivers.hf_trainer import run_hf_trainer
 from parity.training.causal.drivers.ranks import run_on_ranks
 from parity.training.causal.record import CausalCase, CausalRecord, step_windows
 from parity.training.causal.verdict import causal_verdict
+from parity.training.distributed import RankFailed
 
 DRIVER = "parity.training.causal.drivers.causal_trainer:run_causal_trainer"
 IMPL = "impl.causal_trainer:WindowedCausalTrainer"
@@ -101,6 +102,19 @@ def test_a_causal_trainer_target_must_be_a_trainer_subclass():
         checked_interface(wrong, "causal_trainer")
 
 
+class Crashing(Trainer):
+    """A trainer that raises in its first ``compute_loss``."""
+
+    def compute_loss(self, *args, **kwargs):
+        raise RuntimeError("planted")
+
+
+def test_a_trainer_that_raises_is_a_crash_finding():
+    case = CausalCase(window_size=2, steps=1)
+    verdict = causal_verdict(case, [run_hf_trainer(Crashing, case)])
+    assert verdict.failure_kinds == ["crash"] and "RuntimeError: planted" in verdict.describe(1)
+
+
 @pytest.mark.distributed
 @pytest.mark.xdist_group("distributed")
 def test_impl_holds_on_two_ranks_one_of_which_supervises_nothing():
@@ -168,3 +182,11 @@ def test_the_pre_fix_twin_is_named_on_two_ranks():
     [records] = run_on_ranks(DRIVER, [TWIN], case, timeout_s=150)
     verdict = causal_verdict(case, records)
     assert verdict.failure_kinds == ["normalisation"] and PER_MICROBATCH in verdict.diagnosis, verdict.describe(3)
+
+
+@pytest.mark.long
+@pytest.mark.distributed
+@pytest.mark.xdist_group("distributed")
+def test_a_rank_whose_trainer_raises_ends_the_launch_naming_the_crash():
+    with pytest.raises(RankFailed, match=r"crashed: RuntimeError: planted at tests/causal/test_hf_trainer.py"):
+        run_on_ranks(DRIVER, ["tests.causal.test_hf_trainer:Crashing"], CausalCase(window_size=2, steps=1, world_size=2), timeout_s=150)

@@ -27,7 +27,7 @@ from oracle.window_reference import StepResult
 from parity.compare import Finding
 from parity.targets import load_attribute
 from parity.training.causal.record import CausalCase, CausalRecord
-from parity.training.distributed import init_process_group, launch
+from parity.training.distributed import RankCrashed, init_process_group, launch
 
 MODULE = "parity.training.causal.drivers.ranks"
 
@@ -75,6 +75,9 @@ def main(argv: list[str] | None = None) -> int:
     driver = load_attribute(args.driver)
     for k, target in enumerate(args.target):
         record = driver(load_attribute(target), case, rank, world_size)
+        crashes = [f.message for f in record.findings if f.kind == "crash"]
+        if crashes and world_size > 1:  # its peers may wait in a collective it never joins (docs/faults.md, Ranks)
+            raise RankCrashed(f"the target {target} crashed: {'; '.join(crashes)}")
         torch.save(_plain(record), Path(args.out, f"{k}-rank{rank}.pt"))
         dist.barrier()
     dist.destroy_process_group()
