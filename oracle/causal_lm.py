@@ -12,7 +12,8 @@ here (its positions restart, nothing attends across), which is what a packed for
 ``position_ids`` and document masking must equal.
 
 Nothing is accumulated, rescaled or averaged: every document's summed loss is added up, divided once, and one
-backward pass gives the gradients; then plain SGD. Rows hold plain lists, so no production collator, packer or
+backward pass gives the gradients; then plain SGD. With ``average_tokens_across_devices=False`` the rule is
+transformers' documented one instead: each rank's sum over its own count, the ranks averaged. Rows hold plain lists, so no production collator, packer or
 shift stands between the rows and this arithmetic.
 """
 
@@ -97,16 +98,59 @@ def window_count(ranks: Sequence[Sequence[Sequence[Row]]]) -> int:
     return sum(row.supervised for microbatches in ranks for microbatch in microbatches for row in microbatch)
 
 
-def window_loss(model: nn.Module, ranks: Sequence[Sequence[Sequence[Row]]]) -> torch.Tensor:
-    """``L*``: ``ranks[r][g]`` is microbatch ``g`` of rank ``r``, a list of rows."""
-    total = sum(document_sum(model, document) for microbatches in ranks for microbatch in microbatches
-                for row in microbatch for document in row.documents)
-    return total / max(window_count(ranks), 1)
+def batched_sum(model: nn.Module, microbatch: Sequence[Row]) -> torch.Tensor:
+    """The same sum as :func:`document_sum` over the microbatch's documents, run as trainers run them: every row one
+    sequence of its documents side by side (positions restarting, a block-diagonal causal mask keeping them apart),
+    the rows right-padded into one forward. The arithmetic is the window rule's; only the kernels' shapes, hence
+    their rounding, differ (a reference the budget is derived from, never the golden)."""
+    device = next(model.parameters()).device
+    length = max(sum(len(d.ids) for d in row.documents) for row in microbatch)
+    ids = torch.zeros(len(microbatch), length, dtype=torch.long)
+    positions = torch.zeros(len(microbatch), length, dtype=torch.long)
+    targets = torch.full((len(microbatch), length), IGNORE_INDEX)
+    allowed = torch.zeros(len(microbatch), length, length, dtype=torch.bool)
+    for r, row in enumerate(microbatch):
+        start = 0
+        for document in row.documents:
+            end = start + len(document.ids)
+            ids[r, start:end] = torch.tensor(document.ids)
+            positions[r, start:end] = torch.arange(len(document.ids))
+            targets[r, start:end - 1] = torch.tensor(document.labels[1:])  # position i predicts label i + 1
+            allowed[r, start:end, start:end] = torch.tril(torch.ones(end - start, end - start, dtype=torch.bool))
+            start = end
+        allowed[r, start:, start:] = torch.eye(length - start, dtype=torch.bool)  # padding sees itself only
+    dtype = next(model.parameters()).dtype
+    mask = torch.zeros(allowed.shape, dtype=dtype).masked_fill(~allowed, torch.finfo(dtype).min)[:, None]
+    logits = model(input_ids=ids.to(device), position_ids=positions.to(device), attention_mask=mask.to(device),
+                   use_cache=False).logits
+    targets = targets.to(device)
+    supervised = targets != IGNORE_INDEX
+    if not bool(supervised.any()):
+        return logits.sum() * 0.0
+    return F.cross_entropy(logits[supervised].to(torch.float64), targets[supervised], reduction="sum")
 
 
-def window_step(model: nn.Module, ranks: Sequence[Sequence[Sequence[Row]]], lr: float) -> StepResult:
+def window_loss(model: nn.Module, ranks: Sequence[Sequence[Sequence[Row]]], rank_local: bool = False,
+                batched: bool = False) -> torch.Tensor:
+    """``L*``: ``ranks[r][g]`` is microbatch ``g`` of rank ``r``, a list of rows. ``rank_local``: each rank's sum over
+    its own count, the ranks averaged (``average_tokens_across_devices=False``). ``batched``: each microbatch in one
+    padded forward (:func:`batched_sum`)."""
+
+    def rank_sum(microbatches) -> torch.Tensor:
+        if batched:
+            return sum(batched_sum(model, microbatch) for microbatch in microbatches)
+        return sum(document_sum(model, document) for microbatch in microbatches for row in microbatch
+                   for document in row.documents)
+
+    if rank_local:
+        return sum(rank_sum(microbatches) / max(window_count([microbatches]), 1) for microbatches in ranks) / len(ranks)
+    return sum(rank_sum(microbatches) for microbatches in ranks) / max(window_count(ranks), 1)
+
+
+def window_step(model: nn.Module, ranks: Sequence[Sequence[Sequence[Row]]], lr: float, rank_local: bool = False,
+                batched: bool = False) -> StepResult:
     """One window: its loss, one backward, then plain SGD (``p <- p - lr * grad``)."""
     model.zero_grad(set_to_none=True)
-    loss = window_loss(model, ranks)
+    loss = window_loss(model, ranks, rank_local, batched)
     loss.backward()
     return apply_sgd(model, loss, lr)

@@ -50,14 +50,14 @@ def assert_holds(case: CausalCase, records: list[CausalRecord]) -> None:
 def test_impl_holds_over_a_window_whose_first_microbatch_supervises_nothing():
     case = CausalCase(window_size=3, steps=1, rows_per_microbatch=2, max_length=6, data_seed=5)
     record = run_hf_trainer(WindowedCausalTrainer, case)
-    assert counts(record) == [[0, 6, 2]]
+    assert counts(record) == [[0, 8, 3]]
     assert_holds(case, [record])
 
 
 def test_the_pre_fix_twin_is_named_per_microbatch_means():
     case = CausalCase(window_size=2, steps=1, rows_per_microbatch=1, max_length=6)
     record = run_hf_trainer(CausalLocalMeanTrainer, case)
-    assert counts(record) == [[3, 4]]
+    assert counts(record) == [[5, 4]]
     verdict = causal_verdict(case, [record])
     assert verdict.failure_kinds == ["normalisation"] and PER_MICROBATCH in verdict.diagnosis, verdict.describe(3)
     assert "transformers before 4.46" in verdict.diagnosis

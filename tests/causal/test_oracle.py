@@ -7,7 +7,16 @@ from dataclasses import replace
 
 import torch
 
-from oracle.causal_lm import IGNORE_INDEX, Document, Row, document_sum, tiny_causal_lm, window_count, window_loss
+from oracle.causal_lm import (
+    IGNORE_INDEX,
+    Document,
+    Row,
+    batched_sum,
+    document_sum,
+    tiny_causal_lm,
+    window_count,
+    window_loss,
+)
 from oracle.gpt_dataset import OracleGPTDataset
 from parity.strategies.dataset import UPSTREAM_PR_CASE
 from parity.training.causal.gpt_rows import sample_row
@@ -34,29 +43,14 @@ def test_the_window_divides_once_by_every_rank_s_count_after_the_shift():
     assert float(empty) == 0.0 and all(p.grad is not None for p in model.parameters())
 
 
-def test_a_packed_row_is_its_documents_apart_as_a_packed_forward_with_restarting_positions_and_blocks():
-    """What a packed forward must equal: restarting positions and a block-diagonal causal mask."""
+def test_a_packed_microbatch_in_one_padded_forward_is_its_documents_apart():
+    """What a packed forward must equal (restarting positions, a block-diagonal causal mask, rows right-padded):
+    ``batched_sum``, the reference that gives the budget a trainer's kernel shapes, is the per-document sum."""
     model = tiny_causal_lm(1, torch.float64)
-    row = Row((ANSWER, Document((13, 14, 15, 16), (IGNORE_INDEX, 14, IGNORE_INDEX, 16))))
-    ids = torch.tensor([[i for d in row.documents for i in d.ids]])
-    positions = torch.tensor([[p for d in row.documents for p in range(len(d.ids))]])
-    size = ids.shape[1]
-    allowed = torch.zeros(size, size, dtype=torch.bool)
-    start = 0
-    for document in row.documents:
-        end = start + len(document.ids)
-        allowed[start:end, start:end] = torch.tril(torch.ones(end - start, end - start, dtype=torch.bool))
-        start = end
-    mask = torch.zeros(1, 1, size, size, dtype=torch.float64).masked_fill(~allowed, torch.finfo(torch.float64).min)
-    logits = model(input_ids=ids, position_ids=positions, attention_mask=mask, use_cache=False).logits[0]
-    total, start = 0.0, 0
-    for document in row.documents:
-        end = start + len(document.ids)
-        targets = torch.tensor(document.labels[1:])
-        kept = targets != IGNORE_INDEX
-        total += torch.nn.functional.cross_entropy(logits[start:end - 1][kept], targets[kept], reduction="sum")
-        start = end
-    assert torch.allclose(total.detach(), sum(document_sum(model, d) for d in row.documents).detach(), rtol=1e-10)
+    other = Document((13, 14, 15, 16), (13, 14, IGNORE_INDEX, 16))
+    microbatch = [Row((ANSWER, other)), Row((other,)), Row((PROMPT_ONLY,))]
+    separate = sum(document_sum(model, d) for row in microbatch for d in row.documents)
+    assert torch.allclose(batched_sum(model, microbatch).detach(), separate.detach(), rtol=1e-12)
 
 
 def test_a_gpt_sample_s_loss_mask_is_the_row_s_count_in_either_attention_setting():

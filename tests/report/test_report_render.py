@@ -20,7 +20,7 @@ import pytest
 from parity.report.model import Options, ScenarioResult, entries, table, verdict_line
 from parity.report.scenarios import distributed_column, run_report
 from parity.report.text import WIDTH, collapse_repeats, format_report
-from parity.table.scenario import properties_scenario
+from parity.table.scenario import causal_scenario, properties_scenario
 from parity.targets import default_targets, get_target
 
 pytestmark = pytest.mark.xdist_group("report-render")
@@ -37,17 +37,18 @@ RECORDED_DDP = {
 
 @pytest.fixture(scope="module")
 def results() -> list[ScenarioResult]:
-    """Every scenario on the built-in targets; the properties on the known bugs only (impl's cells
-    are all "holds", and running the whole table on it is the suite's job, not this module's)."""
+    """Every scenario on the built-in targets; the properties (causal-LM ones for the causal known bug) on the known
+    bugs only (impl's cells are all "holds", and running the whole table on it is the suite's job, not this module's)."""
     bugs = [t for t in default_targets().values() if t.is_known_bug]
     options, quiet = Options(examples=1), lambda message: None
     computed = run_report([*bugs, get_target("impl")], options, ["dataset-cache", "diffusion-window", "training-run"], quiet)
     distributed = ScenarioResult("distributed", "two ranks (recorded)", "per tensor on every rank")
     distributed.columns = [distributed_column(get_target("known-bug:local-mean"), RECORDED_DDP)]
-    properties = properties_scenario(bugs, options, quiet)
-    for column in [*properties.columns, *distributed.columns]:  # known bugs beside impl: controls, as run_report marks them
+    properties = properties_scenario([bug for bug in bugs if bug.causal_trainer is None], options, quiet)
+    causal = causal_scenario([bug for bug in bugs if bug.causal_trainer is not None], options, quiet)
+    for column in [*properties.columns, *causal.columns, *distributed.columns]:  # controls, as run_report marks them
         column.control = True
-    return [*computed, properties, distributed]
+    return [*computed, properties, causal, distributed]
 
 
 def widened(results: list[ScenarioResult], copies: int) -> list[ScenarioResult]:
@@ -64,7 +65,8 @@ def words(text: str) -> str:
 
 
 def test_every_scenario_is_computed(results):
-    assert [r.name for r in results] == ["dataset-cache", "diffusion-window", "training-run", "properties", "distributed"]
+    assert [r.name for r in results] == ["dataset-cache", "diffusion-window", "training-run", "properties", "causal-lm",
+                                         "distributed"]
     assert all(r.as_expected for r in results)
 
 
@@ -99,7 +101,8 @@ def test_a_passing_report_shows_impl_and_a_line_per_control(results):
     controls = {c.name for r in results for c in r.columns if c.control}
     assert controls == {t.name for t in default_targets().values() if t.is_known_bug}
     text = format_report(results)
-    assert len(text.splitlines()) <= 120 - 16  # and impl's column of the properties scenario, a row per property
+    # and impl's column of the properties scenario, a row per property; the causal-lm scenario's title and control
+    assert len(text.splitlines()) <= 130 - 16
     for result in results:
         scenario = text.split(f"== {result.name}:")[1].split("\n== ")[0]
         for column in (c for c in result.columns if c.control):
@@ -147,7 +150,7 @@ def test_the_controls_own_scenarios_follow_all_of_yours_collapsed(results):
     cache = text.split("== dataset-cache:")[1].split("\n== ")[0]
     assert "control known-bug:cache-alias: caught as expected" in cache and "step 0" not in cache
     page = format_html(broken, Options(under_test=("my-broken",)))
-    collapsed = page.index('<details class="controls"><summary>' + html.escape(CONTROLS_SUMMARY.format(n=1)))
+    collapsed = page.index('<details class="controls"><summary>' + html.escape(CONTROLS_SUMMARY.format(n=2)))
     assert page.index('<h2 id="distributed">') < collapsed < page.index('<h2 id="dataset-cache">')
     assert format_report(results).index("== dataset-cache:") < format_report(results).index("== training-run:")  # impl's own
 

@@ -134,7 +134,7 @@ def _replayed(case: CausalCase, records: Sequence[CausalRecord]) -> list[_Step]:
             grads.append({n: _grad(p).detach().clone() for n, p in model.named_parameters()})
         step = _Step(_places(ranks), sums, grads)
         model.zero_grad(set_to_none=True)
-        window_loss(model, ranks).backward()
+        window_loss(model, ranks, rank_local=not case.average_tokens_across_devices).backward()
         _, combined = step.combine(published(case))
         step.own_error = {n: float((_grad(p) - combined[n]).abs().max()) for n, p in model.named_parameters()}
         steps.append(step)

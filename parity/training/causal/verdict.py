@@ -1,9 +1,10 @@
 """A causal-LM run beside the oracle, and its verdict (docs/causal-lm.md, The verdict).
 
 The oracle is the window rule, :func:`oracle.causal_lm.window_step`, over every rank's rows of each window: the
-golden in float64 on the CPU from the run's own starting weights, and two references in the working dtype the
-budget is derived from (docs/budget.md): the windows reversed (microbatches and rows) along the oracle's own
-trajectory, and in order from the target's parameters before each step. Every rank's logged loss, every gradient
+golden in float64 on the CPU from the run's own starting weights, and three references in the working dtype the
+budget is derived from (docs/budget.md): the windows reversed (microbatches and rows) and each microbatch batched in
+one padded forward as trainers run it, both along the oracle's own trajectory, and in order from the target's
+parameters before each step. Every rank's logged loss, every gradient
 and every parameter after every step is held to its budget; a ``normalisation`` failure is then named by the
 objective the run follows (:mod:`parity.training.causal.objectives`), and what a driver patched to run here is said.
 """
@@ -28,12 +29,18 @@ def _reversed(ranks):
 
 
 def oracle_steps(case: CausalCase, records: Sequence[CausalRecord], dtype: torch.dtype, device: str,
-                 reverse: bool = False, along: Sequence | None = None) -> list:
-    """The window rule over the run's windows in ``dtype``, from the weights the run started from."""
+                 reverse: bool = False, along: Sequence | None = None, batched: bool = False) -> list:
+    """The window rule over the run's windows in ``dtype``, from the weights the run started from (each rank its own
+    count where the case says so; each microbatch in one padded forward when ``batched``)."""
     model = tiny_causal_lm(case.model_seed, torch_dtype(case.dtype)).to(device, dtype)
     windows = [_reversed(ranks) if reverse else ranks for ranks in step_windows(records)]
     starts = [None] * len(windows) if along is None else before_each(along)
-    return along_trajectory(model, windows, lambda m, k, ranks: window_step(m, ranks, case.lr), starts)
+    rank_local = not case.average_tokens_across_devices
+
+    def step(m, k, ranks):
+        return window_step(m, ranks, case.lr, rank_local=rank_local, batched=batched)
+
+    return along_trajectory(model, windows, step, starts)
 
 
 def causal_verdict(case: CausalCase, records: Sequence[CausalRecord]) -> Verdict:
@@ -43,12 +50,15 @@ def causal_verdict(case: CausalCase, records: Sequence[CausalRecord]) -> Verdict
         return judge([], findings)
     precision = torch_dtype(case.dtype)
     golden = oracle_steps(case, records, torch.float64, "cpu")
+    # Along the oracle's own trajectory: each window reversed, and each microbatch batched as trainers run it (another
+    # kernel's rounding, docs/budget.md); then in order from the target's parameters before each step.
     refs = [oracle_steps(case, records, precision, case.device, reverse=True),
+            oracle_steps(case, records, precision, case.device, batched=True),
             oracle_steps(case, records, precision, case.device, along=records[0].steps)]
     ranked = len(records) > 1
     comparisons = []
     for rank, record in enumerate(records):
-        comparisons += compare_steps(record.steps, refs, golden, precision, rank=rank if ranked else None, own_refs=1)
+        comparisons += compare_steps(record.steps, refs, golden, precision, rank=rank if ranked else None, own_refs=2)
     verdict = judge(comparisons, findings)
     if "normalisation" in verdict.failure_kinds:
         named = name_causal_objective(case, records, verdict.comparisons)
