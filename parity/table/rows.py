@@ -406,7 +406,7 @@ PROPERTIES: tuple[Property, ...] = (
         arguments=lambda: {"case": _dataset().small_dataset_cases, "causal": st.just(_causal().DATASET_FED_RUN)},
         examples=lambda: [{"case": _dataset().UPSTREAM_PR_CASE, "causal": _causal().DATASET_FED_RUN}],
         catches=CACHE_BUGS,
-        examples_fraction=0.1,
+        examples_fraction=0.04,  # a whole Trainer run each: the upstream trigger, then one draw
         scenario="causal-lm",
     ),
 )
