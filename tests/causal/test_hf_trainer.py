@@ -23,8 +23,8 @@ from parity.training.causal.drivers.ranks import run_on_ranks
 from parity.training.causal.record import CausalCase, CausalRecord, step_windows
 from parity.training.causal.verdict import causal_verdict
 from parity.training.distributed import RankFailed
+from tests.causal.conftest import DRIVER, TWO_RANK_CASE, counts
 
-DRIVER = "parity.training.causal.drivers.causal_trainer:run_causal_trainer"
 IMPL = "impl.causal_trainer:WindowedCausalTrainer"
 PLAIN = "transformers:Trainer"
 TWIN = "impl.known_bugs.causal_local_mean_trainer:CausalLocalMeanTrainer"
@@ -33,10 +33,6 @@ PER_MICROBATCH = "each microbatch's own mean (its CE sum / its own supervised co
 TRAINERS = {"impl": WindowedCausalTrainer, "transformers": Trainer}
 #: transformers 5.5.0 to 5.5.3 divide every window of more than one microbatch again in accelerate's backward.
 DIVIDES_TWICE = any("accelerate's backward" in defect for defect in transformers_trainer_defects())
-
-
-def counts(record: CausalRecord) -> list[list[int]]:
-    return [[sum(row.supervised for row in microbatch) for microbatch in window] for window in record.windows]
 
 
 def assert_holds(case: CausalCase, records: list[CausalRecord]) -> None:
@@ -117,12 +113,10 @@ def test_a_trainer_that_raises_is_a_crash_finding():
 
 @pytest.mark.distributed
 @pytest.mark.xdist_group("distributed")
-def test_impl_holds_on_two_ranks_one_of_which_supervises_nothing():
-    case = CausalCase(window_size=2, steps=1, rows_per_microbatch=1, max_length=6, data_seed=1, world_size=2,
-                      empty_ranks=(1,))
-    [records] = run_on_ranks(DRIVER, [IMPL], case, timeout_s=150)
+def test_impl_holds_on_two_ranks_one_of_which_supervises_nothing(two_ranks):
+    records = two_ranks["impl"]
     assert [counts(record) for record in records] == [[[1, 4]], [[0, 0]]]
-    assert_holds(case, records)
+    assert_holds(TWO_RANK_CASE, records)
 
 
 # --- the long run -----------------------------------------------------------------------------------------------

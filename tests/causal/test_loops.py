@@ -1,7 +1,8 @@
 """Loops judged through the loop interface (docs/causal-lm.md, The loop interface; megatron-core's schedule), each
 on real ranks over Gloo, every rank's gradients and parameters held to the window rule.
 
-The default run launches two ranks once, on one small case: torchtune's per-token loop under DDP must hold and
+The default run reads the session's one two-rank launch (tests/causal/conftest.py, impl's causal trainer beside the
+loops): torchtune's per-token loop under DDP must hold and
 its twin that keeps each rank's own count be named rank-local; where megatron-core is installed, its schedule
 with ``calculate_per_token_loss`` must hold and without it be named. The ``long`` run adds one rank, packed rows
 with a rank that supervises nothing, FSDP2's ``fully_shard`` and bfloat16.
@@ -17,13 +18,12 @@ from parity.contracts import TargetContractError, preflight
 from parity.targets import Target
 from parity.training.causal.drivers.loop import LoopContractError, run_loop
 from parity.training.causal.record import CausalCase
+from parity.training.causal.verdict import causal_verdict
 from parity.training.distributed import launch
-from tests.optional_parts import OPTIONAL_PARTS
+from tests.causal.conftest import LOOPS, MEGATRON, TWO_RANK_CASE, megatron_targets
 
 pytestmark = [pytest.mark.distributed, pytest.mark.xdist_group("distributed")]
 
-LOOPS = "tests.causal.loops"
-MEGATRON = ("megatron-schedule:per-token", "megatron-schedule")
 #: Two windows of two microbatches of one row, the ranks' counts unequal (data seed 0): a per-microbatch mean, a
 #: rank's own count and the window's all differ.
 SMALL = {"steps": 2, "rows_per_microbatch": 1}
@@ -43,16 +43,6 @@ def launched(world_size: int, case: dict, loops=(), targets=()) -> dict[str, dic
     return {verdict["loop"].removeprefix(f"{LOOPS}:"): verdict for verdict in verdicts}
 
 
-def megatron_targets() -> tuple[str, ...]:
-    """megatron-core's schedule in a launch where it is installed (its tests skip elsewhere, naming the install)."""
-    return MEGATRON if OPTIONAL_PARTS["megatron-core"][0]() else ()
-
-
-@pytest.fixture(scope="module")
-def two_ranks() -> dict[str, dict]:
-    return launched(2, SMALL, ("PER_TOKEN", "RANK_LOCAL"), megatron_targets())
-
-
 def assert_holds(verdict: dict) -> None:
     assert verdict["holds"], verdict
 
@@ -61,16 +51,28 @@ def assert_named(verdict: dict, words: str) -> None:
     assert verdict["kinds"] == ["normalisation"] and words in verdict["diagnosis"], verdict
 
 
-def test_the_per_token_loop_holds_on_two_ranks_and_its_rank_local_twin_is_named(two_ranks):
-    assert_holds(two_ranks["PER_TOKEN"])
-    assert_named(two_ranks["RANK_LOCAL"], RANK_LOCAL)
+def judged(records) -> dict:
+    """A verdict as rank 0 of a loop launch prints it."""
+    verdict = causal_verdict(TWO_RANK_CASE, records)
+    return {"holds": verdict.holds, "kinds": verdict.failure_kinds, "diagnosis": verdict.diagnosis or ""}
+
+
+@pytest.fixture(scope="module")
+def loops_on_two_ranks(two_ranks) -> dict[str, dict]:
+    """The loops' verdicts from the session's one two-rank launch (tests/causal/conftest.py)."""
+    return {name: judged(records) for name, records in two_ranks.items() if name != "impl"}
+
+
+def test_the_per_token_loop_holds_on_two_ranks_and_its_rank_local_twin_is_named(loops_on_two_ranks):
+    assert_holds(loops_on_two_ranks["PER_TOKEN"])
+    assert_named(loops_on_two_ranks["RANK_LOCAL"], RANK_LOCAL)
 
 
 @pytest.mark.needs("megatron-core")
-def test_megatron_s_schedule_holds_with_per_token_loss_and_is_named_without(two_ranks):
-    assert_holds(two_ranks["megatron-schedule:per-token"])
-    assert_named(two_ranks["megatron-schedule"], PER_MICROBATCH)
-    assert all(PATCHED in two_ranks[name]["diagnosis"] for name in MEGATRON), "the CPU patches are said"
+def test_megatron_s_schedule_holds_with_per_token_loss_and_is_named_without(loops_on_two_ranks):
+    assert_named(loops_on_two_ranks["megatron-schedule"], PER_MICROBATCH)
+    assert_holds(loops_on_two_ranks["megatron-schedule:per-token"])
+    assert PATCHED in loops_on_two_ranks["megatron-schedule"]["diagnosis"], "the CPU patches are said"
 
 
 class _NeverSteps:

@@ -24,8 +24,7 @@ from parity.training.causal.gpt_rows import UnsupportedSampleConfig, sample_row
 from parity.training.causal.verdict import causal_verdict
 
 #: The drivers a launch of ranks runs (``parity.training.causal.drivers.ranks``).
-TRAINER_DRIVER = "parity.training.causal.drivers.causal_trainer:run_causal_trainer"
-LOOP_DRIVER = "parity.training.causal.drivers.loop:run_loop_on_rank"
+DRIVER = "parity.training.causal.drivers.causal_trainer:run_causal_trainer"
 
 
 def _records(trainer, case: CausalCase, target: str | None):
@@ -33,7 +32,7 @@ def _records(trainer, case: CausalCase, target: str | None):
         return [run_causal_trainer(trainer, case)]  # a Trainer subclass, or TRL's SFTTrainer in a mode
     if target is None:
         reject()  # a trainer the launch cannot name runs on one rank only
-    return run_on_ranks(TRAINER_DRIVER, [target], case)[0]
+    return run_on_ranks(DRIVER, [target], case)[0]
 
 
 def check_causal_trainer(trainer, case: CausalCase, target=None) -> None:
@@ -47,7 +46,7 @@ def check_causal_loop(loop, case: CausalCase, target=None) -> None:
     prepares its model for a process group: DDP, ``fully_shard``, megatron's parallel state)."""
     if target is None or target.loop is None:
         reject()  # a loop the launch cannot name
-    assert_verdict(causal_verdict(case, run_on_ranks(LOOP_DRIVER, [target.loop], case)[0]))
+    assert_verdict(causal_verdict(case, run_on_ranks(DRIVER, [target.loop], case)[0]))
 
 
 def _rows(dataset, oracle: OracleGPTDataset, case: DatasetCase, causal: CausalCase):

@@ -85,8 +85,3 @@ def run_loop(loop: CausalLoop, case: CausalCase) -> CausalRecord:
     return CausalRecord([[list(rows) for rows in window] for window in windows], steps,
                         patched=list(getattr(trained, "patched", ())))
 
-
-def run_loop_on_rank(loop: CausalLoop, case: CausalCase, rank: int, world_size: int) -> CausalRecord:
-    """:func:`run_loop` as a driver of :func:`parity.training.causal.drivers.ranks.run_on_ranks` (its rank and world size
-    are the process group's, which ``run_loop`` reads itself)."""
-    return run_loop(loop, case)
