@@ -58,6 +58,7 @@ FIXED_EXAMPLES = {
     "dataset/dataloader-matches-oracle": 2,
     "dataset/files-match-oracle": 2,
     "dataset/files-indices-match-reference": 2,
+    "causal/dataset-feeds-a-run": 1,  # a whole causal-LM Trainer run an example: the upstream trigger
 }
 
 

@@ -149,6 +149,7 @@ def test_the_reports_megatron_column_names_its_upstream_defects_and_the_command(
     assert UPSTREAM_ROW not in columns["megatron-core:fixed"].figures
 
 
+@pytest.mark.long  # a pytest session in a fresh interpreter, then the write-up: about 13 s of a core
 def test_after_a_failing_pytest_run_its_kept_examples_are_written_up_without_hunting(tmp_path, capsys):
     """The suite keeps each property's shrunk failing example in the run's cache folder, as JSON; ``--from-last-run``
     writes them up. A hostile pickle and a truncated JSON planted beside it run nothing and are named in one line each

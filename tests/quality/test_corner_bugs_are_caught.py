@@ -49,6 +49,7 @@ def test_a_count_kept_in_float16_is_caught_on_a_window_that_masks_thousands():
     check_window_parity(get_target("impl").load("loss"), LARGE_COUNT_WINDOW)
 
 
+@pytest.mark.long  # two production-sized Trainer runs (about 30 s of a core); the window-level check above is the default run's
 def test_a_trainer_whose_count_is_float16_is_caught_on_a_production_sized_window():
     assert LARGE_COUNT_RUN in explicit("training/any-run-matches")
     with pytest.raises(ParityFailure, match="the window's count is a float16 tensor holding 4848"):

@@ -28,7 +28,10 @@ def _pairs() -> list:
     since importing megatron costs seconds once per process."""
     return [
         pytest.param(prop, bug, id=f"{prop.name}-catches-{bug}",
-                     marks=[pytest.mark.xdist_group("megatron"), pytest.mark.needs("megatron-core")] if bug.startswith("megatron") else [])
+                     marks=[*([pytest.mark.xdist_group("megatron"), pytest.mark.needs("megatron-core")]
+                              if bug.startswith("megatron") else []),
+                            # a launch of ranks an example; the default run catches it in tests/causal/test_loops.py
+                            *([pytest.mark.long] if prop.interface == "loop" else [])])
         for prop in PROPERTIES
         for bug in prop.catches
     ]

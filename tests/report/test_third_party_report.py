@@ -85,6 +85,7 @@ def test_show_warnings_prints_them_as_they_come(noisy_target, capfd, tmp_path):
 STANDIN = Path(__file__).resolve().parent.parent / "assets" / "nemotron_standin"
 
 
+@pytest.mark.long  # python -m parity in a fresh interpreter (docs/running.md, The long checks)
 def test_a_passing_report_over_remote_code_that_makes_transformers_print_errors_begins_with_its_own_line(tmp_path):
     """NVIDIA's files on transformers 5.25 make it print ``[ERROR] `past_key_values` is part of Ministral3Model.forward's
     signature, but not documented`` (docs/report.md, Warnings) while their code is imported, before any scenario.
