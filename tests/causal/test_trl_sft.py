@@ -9,18 +9,15 @@ import pytest
 
 from parity.safety.releases import installed
 from parity.targets import builtin_targets, transformers_trainer_defects
-from parity.training.causal.drivers.ranks import run_on_ranks
 from parity.training.causal.drivers.trl_sft import COMPLETION_ONLY, PACKING, PADDING_FREE, run_sft
 from parity.training.causal.record import CausalCase, CausalRecord
 from parity.training.causal.verdict import causal_verdict
+from tests.causal.conftest import TRL_MEASURED, TWO_RANK_CASE, trl_modes
 
-#: The TRL release these verdicts were measured on (docs/causal-lm.md, TRL); the matrix's other pins are not.
-MEASURED = "1.16.0"
 pytestmark = [pytest.mark.needs("trl"),
-              pytest.mark.skipif(installed("trl") not in (None, MEASURED),
-                                 reason=f"TRL {installed('trl')}: its modes are measured on TRL {MEASURED} only")]
+              pytest.mark.skipif(installed("trl") not in (None, TRL_MEASURED),
+                                 reason=f"TRL {installed('trl')}: its modes are measured on TRL {TRL_MEASURED} only")]
 
-DRIVER = "parity.training.causal.drivers.causal_trainer:run_causal_trainer"
 MODES = {"completion-only": COMPLETION_ONLY, "padding-free": PADDING_FREE, "packing": PACKING}
 #: Two windows of three microbatches; packed case rows, so TRL's documents are short enough to pack several a row.
 CASE = CausalCase(window_size=3, steps=2, rows_per_microbatch=2, max_length=12, packed=True, data_seed=4)
@@ -50,8 +47,7 @@ def test_each_mode_is_a_target_of_its_own():
 
 @pytest.mark.distributed
 @pytest.mark.xdist_group("distributed")
-def test_each_mode_holds_on_two_ranks_one_of_which_supervises_nothing():
-    case = CausalCase(window_size=2, steps=1, rows_per_microbatch=2, world_size=2, empty_ranks=(1,), data_seed=1)
-    paths = [f"parity.training.causal.drivers.trl_sft:{mode}" for mode in ("COMPLETION_ONLY", "PADDING_FREE", "PACKING")]
-    for records in run_on_ranks(DRIVER, paths, case, timeout_s=300):
-        assert_as_expected(case, records)
+def test_each_mode_holds_on_two_ranks_one_of_which_supervises_nothing(two_ranks):
+    """From the session's one two-rank launch (tests/causal/conftest.py)."""
+    for name in trl_modes():
+        assert_as_expected(TWO_RANK_CASE, two_ranks[name])
