@@ -74,3 +74,24 @@ def ran_on() -> str:
 
 if __name__ == "__main__":
     print(ran_on())
+
+
+#: What transformers' own ``Trainer`` gets wrong about a causal LM's window, by release (docs/causal-lm.md, Trainers
+#: and their contract per release): the releases each defect spans, the defect, and whether a subclass that leaves
+#: the scaling to the Trainer inherits it whatever it counts (TRL's ``SFTTrainer``, measured with TRL 1.16.0).
+TRANSFORMERS_TRAINER_DEFECTS = (
+    ("<5.5.4", "the window's loss divided again by the accumulation steps in accelerate's backward (5.5.0 to 5.5.3)",
+     True),
+    ("<5.10", "the window's count taken before the shift, the first label of each row counted (5.5.0 to 5.9.0)",
+     False),
+)
+
+
+def transformers_trainer_defects(version: str | None = None, inherited: bool = False) -> tuple[str, ...]:
+    """The defects of the installed transformers' ``Trainer`` (read from package metadata: nothing imported); with
+    ``inherited``, those its subclasses that leave the scaling to it share."""
+    from packaging.specifiers import SpecifierSet
+
+    version = version or installed("transformers")
+    return () if version is None else tuple(defect for spans, defect, shared in TRANSFORMERS_TRAINER_DEFECTS
+                                            if version in SpecifierSet(spans) and (shared or not inherited))

@@ -16,7 +16,8 @@ from impl.causal_trainer import WindowedCausalTrainer
 from impl.known_bugs.causal_local_mean_trainer import CausalLocalMeanTrainer
 from oracle.causal_lm import IGNORE_INDEX, Document, Row, tiny_causal_lm, window_loss
 from parity.contracts import TargetContractError, checked_interface
-from parity.targets import Target, get_target, transformers_trainer_defects
+from parity.safety.releases import transformers_trainer_defects
+from parity.targets import Target, get_target
 from parity.training.causal.drivers.batches import collate_rows
 from parity.training.causal.drivers.hf_trainer import run_hf_trainer
 from parity.training.causal.drivers.ranks import run_on_ranks

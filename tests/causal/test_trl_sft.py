@@ -7,8 +7,8 @@ from __future__ import annotations
 
 import pytest
 
-from parity.safety.releases import installed
-from parity.targets import builtin_targets, transformers_trainer_defects
+from parity.safety.releases import installed, transformers_trainer_defects
+from parity.targets import builtin_targets
 from parity.training.causal.drivers.trl_sft import COMPLETION_ONLY, PACKING, PADDING_FREE, run_sft
 from parity.training.causal.record import CausalCase, CausalRecord
 from parity.training.causal.verdict import causal_verdict
