@@ -8,12 +8,13 @@ from dataclasses import replace
 from hypothesis import event
 from hypothesis import strategies as st
 
-from parity.cases import LOSS_SCALED_EPS, PUBLISHED_EPS, PUBLISHED_EPS_DOMAIN, EpsDomain, TrainerCase, draw_trainer_case
+from parity.cases import LOSS_SCALED_EPS, PUBLISHED_EPS, TrainerCase
 from parity.devices import TRAINER_DTYPES
+from parity.trainer_space import PUBLISHED_EPS_DOMAIN, EpsDomain, draw_trainer_case
 
 
 class _HypothesisDraws:
-    """``parity.cases.Draws`` over Hypothesis's ``draw``: every choice shrinks."""
+    """``parity.trainer_space.Draws`` over Hypothesis's ``draw``: every choice shrinks."""
 
     def __init__(self, draw):
         self._draw = draw
@@ -36,7 +37,7 @@ class _HypothesisDraws:
 
 @st.composite
 def trainer_cases(draw, dtypes: Sequence[str] = TRAINER_DTYPES, eps_domain: EpsDomain = PUBLISHED_EPS_DOMAIN) -> TrainerCase:
-    """One rank's whole run, from the declared space (``parity.cases.draw_trainer_case``): every
+    """One rank's whole run, from the declared space (``parity.trainer_space.draw_trainer_case``): every
     dtype a Trainer may train in; the property rejects float16 on a device that does not scale the
     loss. ``eps_domain``: a trainer's own (the suite's property draws from the published one and runs
     a case outside a trainer's domain at the nearest eps inside it)."""

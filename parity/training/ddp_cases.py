@@ -7,7 +7,7 @@ nightly job::
 
 Four fixed cases (unequal counts, one rank empty, all ranks empty, rank-local normalisation with
 the ranks seeded apart) and, with ``--draw N``, N cases drawn from ``--draw-seed`` out of the declared
-case space (``parity.cases.draw_trainer_case``, the one the suite's strategy reads). Every rank
+case space (``parity.trainer_space.draw_trainer_case``, the one the suite's strategy reads). Every rank
 trains on its share, observed from outside (docs/trainer.md), and sends its record to rank 0, which
 replays all ranks' draws in the oracle and prints one JSON verdict per case, with the kinds of
 what failed. ``--trainer module:Class`` (repeatable) runs trainers that are not registered targets
@@ -26,11 +26,12 @@ from dataclasses import replace
 
 import torch.distributed as dist
 
-from parity.cases import TrainerCase, at_dtype, draw_trainer_case
+from parity.cases import TrainerCase, at_dtype
 from parity.devices import DEVICES, TRAINER_DTYPES, check_dtype_runs_on
 from parity.safety.threads import freeze_heap
 from parity.safety.usage import write_atomically
 from parity.targets import ConfigDeclined, get_target, load_attribute
+from parity.trainer_space import draw_trainer_case
 from parity.training.distributed import RankCrashed, init_process_group
 from parity.training.run import TrainerRecord, eps_declined, run_trainer
 from parity.training.shipped import as_shipped
@@ -51,7 +52,7 @@ DDP_CASES: dict[str, TrainerCase] = {
 
 
 class _RandomDraws:
-    """``parity.cases.Draws`` over a seeded ``random.Random``."""
+    """``parity.trainer_space.Draws`` over a seeded ``random.Random``."""
 
     def __init__(self, seed: int):
         self._rng = random.Random(seed)

@@ -15,7 +15,7 @@ from typing import Any
 
 from transformers import PreTrainedTokenizerFast, Trainer, TrainingArguments
 
-from parity.cases import PUBLISHED_EPS_DOMAIN, EpsDomain
+from parity.trainer_space import PUBLISHED_EPS_DOMAIN, EpsDomain
 
 #: ``ShippedTrainer.collator``: the collator the trainer sets up itself when given none.
 TRAINERS_OWN = "the trainer's own"

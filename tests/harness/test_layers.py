@@ -23,7 +23,8 @@ REPOSITORY = Path(__file__).resolve().parents[2]
 #: Each floor's modules, by dotted prefix (the entry floor is every parity module not named here).
 LAYERS = {
     "safety": ("parity.safety",),
-    "cases": ("parity.cases", "parity.dataset_config", "parity.targets", "parity.contracts", "parity.devices"),
+    "cases": ("parity.cases", "parity.trainer_space", "parity.dataset_config", "parity.targets", "parity.contracts",
+              "parity.devices"),
     "strategies": ("parity.strategies",),
     "judgement": ("parity.budget", "parity.compare"),
     "dataset": ("parity.dataset",),

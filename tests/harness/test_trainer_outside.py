@@ -23,7 +23,7 @@ LIBRARY = Path(__file__).resolve().parents[1] / "training" / "research_trainer.p
 ADAPTER = '''\
 """The research trainer as it ships: its arguments class, its EOS-rule collator, eps only in (0, 1)."""
 from outside_pkg.trainer import DiffusionArguments, EosPaddingCollator, ResearchDiffusionTrainer
-from parity.cases import EpsDomain
+from parity.trainer_space import EpsDomain
 from parity.training.shipped import ShippedTrainer
 from parity.targets import Target
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from parity.cases import EpsDomain
+from parity.trainer_space import EpsDomain
 from parity.training.shipped import TRAINERS_OWN, ShippedTrainer
 from tests.training.research_trainer import (
     DiffusionArguments,

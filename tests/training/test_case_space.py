@@ -1,12 +1,13 @@
-"""The declared space of whole runs (``parity.cases.draw_trainer_case``), read by the suite's
+"""The declared space of whole runs (``parity.trainer_space.draw_trainer_case``), read by the suite's
 strategy and by the two-rank sampler alike, weighted towards runs where a wrong count can show."""
 
 from __future__ import annotations
 
 from hypothesis import find
 
-from parity.cases import PUBLISHED_EPS, PUBLISHED_EPS_DOMAIN, TrainerCase
+from parity.cases import PUBLISHED_EPS, TrainerCase
 from parity.strategies import trainer_cases
+from parity.trainer_space import PUBLISHED_EPS_DOMAIN
 from parity.training.ddp_cases import drawn_cases
 from tests.training.interleavings import INTERLEAVINGS
 from tests.training.shipped_trainers import OPEN_AT_ONE, OPEN_EPS
