@@ -7,7 +7,7 @@ the tensors of a ``WindowCase`` come from its seeds, a ``DatasetCase`` holds its
 
 The space a ``TrainerCase`` is drawn from is declared here once, :func:`draw_trainer_case`, and
 read by both samplers: the suite's Hypothesis strategy (``parity.strategies.training``) and the
-two-rank sampler (``parity.training.ddp_cases``), each through its own :class:`Draws`.
+two-rank sampler (``parity.training.diffusion.drivers.ranks``), each through its own :class:`Draws`.
 """
 
 from __future__ import annotations

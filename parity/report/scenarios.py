@@ -50,7 +50,7 @@ def window_scenario(targets: list[Target], options: Options, progress: Callable[
     ``diffusion/window-parity`` judges it."""
     from parity.cases import SEED_SCENARIO
     from parity.compare import judge
-    from parity.training.window_cases import parity_run
+    from parity.training.diffusion.drivers.window_cases import parity_run
 
     case = replace(SEED_SCENARIO, dtype=getattr(torch, options.dtype), model_seed=options.seed)
     result = ScenarioResult(
@@ -77,8 +77,8 @@ def training_scenario(targets: list[Target], options: Options, progress: Callabl
     the verdict's comparisons (each carries the golden value), never recomputed.
     """
     from parity.cases import LOSS_SCALED_EPS, PUBLISHED_EPS, TrainerCase, at_dtype
-    from parity.training.run import run_trainer
-    from parity.training.verdict import trainer_verdict
+    from parity.training.diffusion.drivers.trainer_run import run_trainer
+    from parity.training.diffusion.verdict import trainer_verdict
 
     eps = LOSS_SCALED_EPS if options.dtype == "float16" else PUBLISHED_EPS
     case = at_dtype(TrainerCase(device=options.device, model_seed=options.seed, eps=eps), options.dtype)
@@ -133,14 +133,14 @@ def _training_figures(comparisons: list, eval_loss: float | None) -> dict[str, A
 def distributed_scenario(targets: list[Target], options: Options, progress: Callable[[str], None]) -> ScenarioResult:
     """The two-rank cases, each rank a real process (Gloo on CPU, NCCL on two GPUs): every target's trainer in
     one launch, so the processes' start and imports are paid once, bounded like any target call."""
-    from parity.training.distributed import launch
+    from parity.training.launch.processes import launch
 
     progress(f"distributed: {', '.join(t.name for t in targets)} (two processes)")
     with tempfile.TemporaryDirectory(prefix="parity-report-ddp-") as workdir:
         path = f"{workdir}/verdicts.json"
         arguments = ["--device", options.device, "--dtype", options.dtype, "--json", path,
                      *(a for target in targets for a in ("--target", target.name))]
-        launch("parity.training.ddp_cases", arguments, 2, timeout_s=call_bound() or 600)
+        launch("parity.training.diffusion.drivers.ranks", arguments, 2, timeout_s=call_bound() or 600)
         with open(path) as handle:
             cases = json.load(handle)["cases"]
     verdicts = {target.name: {key.rpartition(" ")[2]: v for key, v in cases.items()
@@ -149,7 +149,7 @@ def distributed_scenario(targets: list[Target], options: Options, progress: Call
 
 
 def distributed_result(targets: list[Target], verdicts: dict[str, dict], options: Options) -> ScenarioResult:
-    """The ``distributed`` scenario from ``parity.training.ddp_cases``'s verdicts, per target name (the
+    """The ``distributed`` scenario from ``parity.training.diffusion.drivers.ranks``'s verdicts, per target name (the
     report's scenario, and ``python -m parity ddp``)."""
     result = ScenarioResult(
         "distributed",
@@ -162,7 +162,7 @@ def distributed_result(targets: list[Target], verdicts: dict[str, dict], options
 
 
 def distributed_column(target: Target, cases: dict[str, dict]) -> Column:
-    """A column from ``parity.training.ddp_cases``'s verdicts: a cell per case, a failure per failing case
+    """A column from ``parity.training.diffusion.drivers.ranks``'s verdicts: a cell per case, a failure per failing case
     (its kinds and diagnosis, then the verdict's own description)."""
     figures = {
         name: f"holds ({v['worst_ratio']:.3g})" if v["holds"] else f"FAILS: {', '.join(v['kinds'])} ({v['worst_ratio']:.3g})"

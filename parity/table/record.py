@@ -1,6 +1,6 @@
 """One property's record (docs/design.md, Properties): what the table is made of, and how a record is run.
 
-Kept apart from the table (parity/table/rows.py) because the two change for different reasons: the
+Kept apart from the table (parity/table/rows/) because the two change for different reasons: the
 record with how a property is run and hunted, the table with which properties exist.
 """
 

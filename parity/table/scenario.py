@@ -1,6 +1,6 @@
 """The report's scenarios that read the property table: ``validation``, ``float16``, ``properties`` and ``causal-lm``.
 
-Each runs records of the table (parity/table/rows.py) on a target, their explicit examples first: the corners
+Each runs records of the table (parity/table/rows/) on a target, their explicit examples first: the corners
 the suite runs as ``@example``s (covering-array rows, upstream triggers, the declared bad input), from the same
 declaration (parity/suite/collect.py reads it too), every record's before any record draws (docs/report.md,
 Scenarios). So a bug the suite's corners catch fails the report on purpose, never by a lucky draw.
@@ -8,7 +8,7 @@ Scenarios). So a bug the suite's corners catch fails the report on purpose, neve
 * ``validation``: the ``validation/*`` records, the bad input a target must refuse; the declared names are the
   whole space, so nothing is drawn;
 * ``float16``: the whole-run record's float16 corners under ``TrainingArguments(fp16=True)``, with the loss
-  scaling accelerate sets up on CUDA (given to the CPU: parity.training.loss_scaling), skipped steps included;
+  scaling accelerate sets up on CUDA (given to the CPU: parity.training.diffusion.drivers.loss_scaling), skipped steps included;
 * ``properties``: every other record, its corners, then ``--examples`` drawn ones (a training-sized record its
   ``examples_fraction`` of them, at least one), derandomized, unshrunk.
 
@@ -203,7 +203,7 @@ def _loss_scaled(device: str) -> tuple[AbstractContextManager, str]:
     """The loss scaled as ``fp16=True`` scales it on CUDA; on the CPU through torch's own CPU ``GradScaler`` and
     float16 autocast, given to accelerate as it sets them up on CUDA (docs/budget.md, float16), and said so."""
     from parity.devices import LOSS_SCALING_DEVICES
-    from parity.training.loss_scaling import loss_scaled
+    from parity.training.diffusion.drivers.loss_scaling import loss_scaled
 
     said = "" if device in LOSS_SCALING_DEVICES else (
         f"; on the {device} through torch's {device} GradScaler and float16 autocast, as accelerate sets them up on cuda")

@@ -23,7 +23,7 @@ import torch
 from oracle.window_reference import StepResult
 from parity.budget import Comparison
 from parity.compare import Verdict
-from parity.training.run import TrainerRecord
+from parity.training.diffusion.drivers.trainer_run import TrainerRecord
 
 #: The fraction of its budget each observation is moved by, at most (docs/trainer.md, What invariance the suite proves).
 PERTURBATION = 0.25

@@ -8,7 +8,7 @@ included); one callback handler records the gradients before each optimizer step
 scaling: once the scaler's step has unscaled them) and the parameters after it, and whether the
 scaler skipped the step. Every observation is also a point of the generator *timeline*: the global
 CPU generator's state, consecutive duplicates kept once, which the noise replay
-(``parity.training.noise_replay``) explains the forwards' masks with.
+(``parity.training.diffusion.drivers.noise_replay``) explains the forwards' masks with.
 """
 
 from __future__ import annotations

@@ -26,7 +26,7 @@ class ShippedTrainer:
     """A trainer class and what it ships with. Every field but ``trainer`` is optional.
 
     * ``arguments``: its ``TrainingArguments`` subclass; the harness fills the fields it controls
-      (:data:`parity.training.run.CONTROLLED_ARGUMENTS`) and leaves the rest at the class's defaults
+      (:data:`parity.training.diffusion.drivers.trainer_run.CONTROLLED_ARGUMENTS`) and leaves the rest at the class's defaults
       or at ``argument_values``, the adapter's own (a controlled field there is a usage error).
     * ``eps_argument``: the field of ``arguments`` the trainer reads its eps from; the harness sets it
       per case (the eps is then declared, as a class attribute ``eps`` declares it).

@@ -67,3 +67,16 @@ def compare_steps(
                 )
             )
     return comparisons
+
+
+#: How far, in budgets, the run may lie from an objective that still explains it (docs/trainer.md, What makes a term
+#: significant). A correct formula sits within one budget on the machine the budget was derived on and may exceed it
+#: on another float path (AVX2 against AVX-512, one thread against two, CUDA); a wrong term sits orders of magnitude
+#: away. So a departing term is named only when the objective without it misses the run by more than this.
+SIGNIFICANT = 4.0
+
+
+def step_budgets(comparisons: Sequence[Comparison]) -> dict[tuple[int, str, str | None], Comparison]:
+    """Rank 0's (or the single rank's) step comparisons, by (step, quantity, tensor)."""
+    return {(c.step, c.quantity, c.tensor): c for c in comparisons if c.step is not None and c.rank in (None, 0)
+            and c.quantity in ("loss", "grad")}

@@ -23,7 +23,7 @@ from parity.training.causal.drivers.hf_trainer import run_hf_trainer
 from parity.training.causal.drivers.ranks import run_on_ranks
 from parity.training.causal.record import CausalCase, CausalRecord, step_windows
 from parity.training.causal.verdict import causal_verdict
-from parity.training.distributed import RankFailed
+from parity.training.launch.processes import RankFailed
 from tests.causal.conftest import DRIVER, TWO_RANK_CASE, counts
 
 IMPL = "impl.causal_trainer:WindowedCausalTrainer"

@@ -19,7 +19,7 @@ from parity.targets import Target
 from parity.training.causal.drivers.loop import LoopContractError, run_loop
 from parity.training.causal.record import CausalCase
 from parity.training.causal.verdict import causal_verdict
-from parity.training.distributed import launch
+from parity.training.launch.processes import launch
 from tests.causal.conftest import LOOPS, TWO_RANK_CASE, megatron_targets
 
 pytestmark = [pytest.mark.distributed, pytest.mark.xdist_group("distributed")]

@@ -5,7 +5,7 @@ whose prefixes lie in ``FOLDER`` as ``prefix0``, ``prefix1``, ... with the index
 ``FOLDER/cache``; it builds train/valid/test through ``megatron-core:fixed``'s pipeline, serves every
 sample of every split and saves them, with which index arrays it loaded from the cache (numpy
 memory maps) rather than built, to ``OUT/rank<RANK>.pt``. Launched as ranks
-(``parity.training.distributed.launch``) it joins their process group first.
+(``parity.training.launch.processes.launch``) it joins their process group first.
 """
 
 from __future__ import annotations
@@ -20,7 +20,7 @@ import torch
 
 def main(case_path: str, folder: str, out: str) -> None:
     if "RANK" in os.environ:
-        from parity.training.distributed import init_process_group
+        from parity.training.launch.processes import init_process_group
 
         init_process_group()
     from parity.targets import get_target

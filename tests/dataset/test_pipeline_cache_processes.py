@@ -19,7 +19,7 @@ from parity.dataset.compare import assert_samples_equal
 from parity.strategies.pipeline import PIPELINE_CASES
 from parity.table.checks.pipeline import Written, build
 from parity.targets import get_target
-from parity.training.distributed import launch
+from parity.training.launch.processes import launch
 
 pytestmark = [
     pytest.mark.long,

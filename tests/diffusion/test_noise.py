@@ -1,7 +1,7 @@
 """The noise a loss target draws, by example: the EOS rule as its manual states it, the 1/p weighting.
 
 The randomised noise properties (draws equal the oracle's, the masked fraction follows p) are
-records of the property table (parity/table/rows.py).
+records of the property table (parity/table/rows/).
 """
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ from parity.budget import compare_states, compare_tensor
 from parity.cases import EOS, MASK_TOKEN_ID, SEED_SCENARIO
 from parity.compare import assert_verdict, judge
 from parity.table.checks.diffusion import noise
-from parity.training.window_cases import parity_run
+from parity.training.diffusion.drivers.window_cases import parity_run
 
 
 def test_eos_rule_reads_like_its_manual(diffusion_loss):

@@ -144,8 +144,8 @@ def test_every_trainer_call_holds_on_the_published_surface_alone(trainer_class, 
     attribute crashes here, in the default run, not only with NVIDIA's files."""
     from parity.cases import TrainerCase
     from parity.compare import assert_verdict
-    from parity.training.run import run_trainer
-    from parity.training.verdict import trainer_verdict
+    from parity.training.diffusion.drivers.trainer_run import run_trainer
+    from parity.training.diffusion.verdict import trainer_verdict
 
     monkeypatch.setenv(REMOTE_CODE_ENV, str(STANDIN))
     case = TrainerCase(examples_per_rank=4, eval_batch_size=3)

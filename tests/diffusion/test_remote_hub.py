@@ -180,7 +180,8 @@ def test_the_report_refuses_an_uncached_id_in_one_line(cache, capsys):
 
 
 def test_the_report_names_the_oracle_and_warns_of_an_unpinned_id(cache, capsys):
-    from parity.__main__ import report_parser, use_remote_code
+    from parity.cli.arguments import report_parser
+    from parity.cli.report import use_remote_code
 
     lay_out_cache(cache, standin_files())
     parser = report_parser()

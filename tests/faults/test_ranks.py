@@ -1,6 +1,6 @@
 """Rank faults end in a verdict that names them, and leave no process behind (docs/faults.md, Ranks).
 
-Each fault is one trainer of tests/faults/targets.py run on two real ranks (``parity.training.ddp_cases``,
+Each fault is one trainer of tests/faults/targets.py run on two real ranks (``parity.training.diffusion.drivers.ranks``,
 one case), or the launcher itself killed."""
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from parity.training.distributed import RankFailed, launch
+from parity.training.launch.processes import RankFailed, launch
 
 pytestmark = [pytest.mark.long, pytest.mark.distributed, pytest.mark.xdist_group("distributed")]
 
@@ -24,7 +24,7 @@ TARGETS = "tests.faults.targets"
 
 def run_on_two_ranks(trainer: str, timeout_s: float = 240) -> str:
     with pytest.raises(RankFailed) as failed:
-        launch("parity.training.ddp_cases", ["--trainer", f"{TARGETS}:{trainer}", "--case", "unequal-counts"], 2,
+        launch("parity.training.diffusion.drivers.ranks", ["--trainer", f"{TARGETS}:{trainer}", "--case", "unequal-counts"], 2,
                timeout_s=timeout_s)
     return str(failed.value)
 
@@ -78,7 +78,7 @@ def processes_with(token: str) -> list[int]:
 def test_killing_the_launcher_leaves_no_rank_behind(tmp_path):
     """SIGKILL runs no cleanup: the ranks die of their parent-death signal; the folder (under tmp_path) stays."""
     token = f"PARITY_FAULT_TOKEN={os.getpid()}-{time.monotonic_ns()}"
-    script = "from parity.training.distributed import launch; launch('parity.training.ddp_selfcheck', ['--hang-rank', '1'], 2, 300)"
+    script = "from parity.training.launch.processes import launch; launch('parity.training.launch.selfcheck', ['--hang-rank', '1'], 2, 300)"
     env = {**os.environ, "PARITY_FAULT_TOKEN": token.split("=")[1], "TMPDIR": str(tmp_path)}
     launcher = subprocess.Popen([sys.executable, "-c", script], env=env)
     deadline = time.monotonic() + 120

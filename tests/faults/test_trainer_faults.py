@@ -8,10 +8,10 @@ import json
 
 import pytest
 
-from parity.training.ddp_cases import DDP_CASES
-from parity.training.distributed import launch
-from parity.training.run import run_trainer
-from parity.training.verdict import trainer_verdict
+from parity.training.diffusion.drivers.ranks import DDP_CASES
+from parity.training.diffusion.drivers.trainer_run import run_trainer
+from parity.training.diffusion.verdict import trainer_verdict
+from parity.training.launch.processes import launch
 from tests.faults.targets import DrawsBetweenBatches, NanLoss, ReseedsEveryWindow
 
 pytestmark = pytest.mark.long
@@ -41,7 +41,7 @@ def test_a_nan_loss_is_non_finite_not_normalisation(tmp_path):
 @pytest.mark.xdist_group("distributed")
 def test_a_trainer_that_re_seeds_every_window_is_noise_on_two_ranks(tmp_path):
     result = tmp_path / "verdicts.json"
-    launch("parity.training.ddp_cases", ["--trainer", "tests.faults.targets:ReseedsEveryWindow", "--case", "unequal-counts",
+    launch("parity.training.diffusion.drivers.ranks", ["--trainer", "tests.faults.targets:ReseedsEveryWindow", "--case", "unequal-counts",
                                          "--case", "rank-local", "--json", str(result)], 2, timeout_s=240)
     cases = json.loads(result.read_text())["cases"]
     assert {name: (v["holds"], v["kinds"]) for name, v in cases.items()} == {

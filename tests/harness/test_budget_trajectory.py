@@ -12,8 +12,8 @@ from parity.budget import along_trajectory, before_each
 from parity.cases import WindowCase
 from parity.compare import judge
 from parity.targets import get_target
-from parity.training.window_cases import model_builder, parity_run
-from parity.training.window_run import reference_steps
+from parity.training.diffusion.drivers.window_cases import model_builder, parity_run
+from parity.training.diffusion.drivers.window_run import reference_steps
 
 
 def test_step_k_starts_where_the_target_was_before_step_k():

@@ -1,6 +1,6 @@
 """Every corner a strategy declares is in the default run, and the random search can reach it too.
 
-A strategy module declares its corners as the values of its ``SWITCHES``, reads them off a case
+A strategy declares its corners as the values of its ``SWITCHES`` (the dataset's in ``dataset_corners``), reads them off a case
 with ``realized_switches`` and labels every drawn case with them through ``hypothesis.event``
 (``pytest --hypothesis-show-statistics`` shows them); ``corner_cases()`` are the explicit examples
 built from a covering array over them (parity/strategies/covering.py). Checked here, per module:
@@ -21,23 +21,24 @@ from __future__ import annotations
 import pytest
 from hypothesis import HealthCheck, Phase, given, settings
 
-from parity.strategies import dataset, diffusion
+from parity.strategies import dataset, dataset_corners, diffusion
 from parity.strategies.covering import covering_array, covers, every_combination, labels, requirements
 from parity.table.rows import PROPERTIES
 
-#: name: (strategy module, its default strategy, the interface of the properties that draw its cases)
+#: name: (the module declaring its corners, the strategy module labelling its draws, its default strategy, the
+#: interface of the properties that draw its cases)
 MODULES = {
-    "dataset": (dataset, dataset.dataset_cases, "dataset"),
-    "windows": (diffusion, diffusion.window_cases, "loss"),
+    "dataset": (dataset_corners, dataset, dataset.dataset_cases, "dataset"),
+    "windows": (diffusion, diffusion, diffusion.window_cases, "loss"),
 }
 #: Draws in which the random search alone must reach every corner (a window case costs more).
 SEARCH_EXAMPLES = {"dataset": 200, "windows": 100}
 
 
-def drawn_labels(module, strategy, examples: int, profile: settings, monkeypatch) -> tuple[set[str], list]:
+def drawn_labels(drawing, strategy, examples: int, profile: settings, monkeypatch) -> tuple[set[str], list]:
     """The event labels of ``examples`` draws, and the drawn cases."""
     seen, cases = set(), []
-    monkeypatch.setattr(module, "event", seen.add)
+    monkeypatch.setattr(drawing, "event", seen.add)
 
     @settings(profile, max_examples=examples, phases=[Phase.generate], database=None,
               suppress_health_check=list(HealthCheck))
@@ -82,7 +83,7 @@ def test_a_covering_array_holds_every_pair_and_every_required_combination():
 
 @pytest.mark.parametrize("name", sorted(MODULES))
 def test_the_corner_cases_realize_a_covering_array(name):
-    module, _, _ = MODULES[name]
+    module, _, _, _ = MODULES[name]
     rows = covering_array(module.SWITCHES, module.REQUIRED, module.possible)
     realized = [module.realized_switches(case) for case in module.corner_cases()]
     assert realized == rows, "a corner case does not realize its row"
@@ -92,9 +93,9 @@ def test_the_corner_cases_realize_a_covering_array(name):
 
 @pytest.mark.parametrize("name", sorted(MODULES))
 def test_every_declared_corner_is_in_the_default_run(name, monkeypatch):
-    module, strategy, interface = MODULES[name]
+    module, drawing, strategy, interface = MODULES[name]
     explicit = set().union(*(label_set(module, case) for case in explicit_cases(module, interface)))
-    searched, _ = drawn_labels(module, strategy(), 25, settings.get_profile("ci"), monkeypatch)
+    searched, _ = drawn_labels(drawing, strategy(), 25, settings.get_profile("ci"), monkeypatch)
     assert explicit | searched <= declared_labels(module), "a realized value is not declared in SWITCHES"
     missing = declared_labels(module) - explicit - searched
     assert not missing, f"never in the default run: {sorted(missing)}"
@@ -102,8 +103,8 @@ def test_every_declared_corner_is_in_the_default_run(name, monkeypatch):
 
 @pytest.mark.parametrize("name", sorted(MODULES))
 def test_the_random_search_alone_reaches_every_corner(name, monkeypatch):
-    module, strategy, _ = MODULES[name]
-    searched, cases = drawn_labels(module, strategy(), SEARCH_EXAMPLES[name], settings(derandomize=True), monkeypatch)
+    module, drawing, strategy, _ = MODULES[name]
+    searched, cases = drawn_labels(drawing, strategy(), SEARCH_EXAMPLES[name], settings(derandomize=True), monkeypatch)
     missing = declared_labels(module) - searched
     assert not missing, f"never drawn in {SEARCH_EXAMPLES[name]} cases: {sorted(missing)}"
     assert label_set(module, cases[-1]) <= searched, "the labels are not the drawn cases' realized values"
@@ -111,6 +112,6 @@ def test_the_random_search_alone_reaches_every_corner(name, monkeypatch):
 
 @pytest.mark.parametrize("name", sorted(MODULES))
 def test_each_label_is_a_realized_value(name, monkeypatch):
-    module, strategy, _ = MODULES[name]
-    searched, (case,) = drawn_labels(module, strategy(), 1, settings(derandomize=True), monkeypatch)
+    module, drawing, strategy, _ = MODULES[name]
+    searched, (case,) = drawn_labels(drawing, strategy(), 1, settings(derandomize=True), monkeypatch)
     assert searched == label_set(module, case)

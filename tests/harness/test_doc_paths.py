@@ -6,7 +6,7 @@ A path is a token that starts at one of the repository's top-level folders (``pa
 of the shipped code (``oracle``, ``impl``, ``parity``); and every relative link of a Markdown file.
 Names of other projects' files (``megatron/core/...``, NVIDIA's ``modeling_*.py``) start elsewhere
 and are not read; a ``path:line`` or ``path::test`` keeps only its path. A dotted name
-(``parity.training.verdict.trainer_verdict``, ``python -m parity.ddp_cases``) is a module, or a
+(``parity.training.diffusion.verdict.trainer_verdict``, ``python -m parity.ddp_cases``) is a module, or a
 module and the attributes read off it, so a rename that misses a doc fails here, not in a
 reader's shell.
 """
@@ -101,6 +101,6 @@ def test_the_reader_finds_paths_and_only_paths():
 def test_the_reader_resolves_dotted_names_and_only_real_ones():
     text = "Run `python -m parity.ddp_cases`; see parity.compare.ParityFailure. Not xparity.cases or a.parity.cases."
     assert named_names(text) == {"parity.ddp_cases", "parity.compare.ParityFailure"}
-    assert unresolved("parity.training.verdict.trainer_verdict") is None
+    assert unresolved("parity.training.diffusion.verdict.trainer_verdict") is None
     assert unresolved("parity.trainer_oracle.trainer_verdict") == "parity.trainer_oracle.trainer_verdict: parity has no 'trainer_oracle'"
     assert unresolved("parity.compare.NoSuchName") == "parity.compare.NoSuchName: parity.compare has no 'NoSuchName'"

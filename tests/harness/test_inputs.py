@@ -29,8 +29,8 @@ ALLOWED = {
     # target code of the user's choosing, which could do anything already
     ("parity/report/isolation.py", "pickle.loads"),
     # the registry: an interface is a module:attribute of a target's own, an entry point the package installed
-    ("parity/targets.py", "importlib.import_module"),
-    ("parity/targets.py", "entry_point.load"),
+    ("parity/targets/interfaces.py", "importlib.import_module"),
+    ("parity/targets/__init__.py", "entry_point.load"),
     # a causal-LM launch's ranks write their records into a private folder the launch made; read back weights-only
     ("parity/training/causal/drivers/ranks.py", "torch.load"),
     # NVIDIA's remote code, from the folder or pinned Hub id the user names

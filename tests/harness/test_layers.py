@@ -152,15 +152,17 @@ def test_a_module_imports_only_what_its_layer_may(module):
 @pytest.mark.parametrize(
     ("module", "planted"),
     [
-        ("parity.training.run", "parity.dataset.compare"),  # a wing importing another wing
+        ("parity.training.diffusion.drivers.trainer_run", "parity.dataset.compare"),  # a wing importing another wing
         ("parity.dataset.megatron", "parity.report.model"),  # a wing importing the report
-        ("parity.training.verdict", "parity.table.rows"),  # a wing importing the table
+        ("parity.training.diffusion.verdict", "parity.table.rows"),  # a wing importing the table
         ("parity.report.scenarios", "parity.table.scenario"),  # the report importing the table
         ("parity.table.hunt", "parity.fleet.database"),  # the table importing the fleet
         ("parity.fleet.bench", "parity.__main__"),  # the fleet importing the CLI
         ("parity.compare", "parity.training.step_compare"),  # the base importing a wing
         ("parity.cases", "parity.strategies"),  # case types importing strategies
         ("parity.safety.crash", "parity.targets"),  # the safety floor importing the base
+        ("parity.targets.catalogue", "parity.cli.report"),  # the base importing the CLI
+        ("parity.training.step_compare", "parity.report.model"),  # the wing's shared top importing the report
     ],
 )
 def test_the_rule_catches_a_planted_import(module, planted):
@@ -194,7 +196,7 @@ def test_case_types_reach_no_strategy_or_run():
 
 
 def test_the_import_reader_follows_parity_modules():
-    assert {"parity.budget", "parity.training.window_run", "oracle.window_reference"} <= reached("parity.training.window_cases")
+    assert {"parity.budget", "parity.training.diffusion.drivers.window_run", "oracle.window_reference"} <= reached("parity.training.diffusion.drivers.window_cases")
 
 
 def test_properties_take_their_case_types_from_the_cases_module():

@@ -105,11 +105,11 @@ def test_the_failing_excerpt_is_what_the_report_prints(monkeypatch, capsys):
     count (the logits-style known bug, expected to pass): the excerpt's lines are the report's."""
     from dataclasses import replace
 
-    import parity.__main__
+    import parity.cli.report
 
     broken = replace(get_target("known-bug:logits-local-mean"), name="my-trainer", expect="pass")
-    real = parity.__main__.get_target
-    monkeypatch.setattr(parity.__main__, "get_target", lambda name: broken if name == "my-trainer" else real(name))
+    real = parity.cli.report.get_target
+    monkeypatch.setattr(parity.cli.report, "get_target", lambda name: broken if name == "my-trainer" else real(name))
     assert main(["--target", "my-trainer", "--quiet"]) == 1
     printed = capsys.readouterr().out.splitlines()
     for line in readme_excerpt("python -m parity --target my-trainer --quiet"):

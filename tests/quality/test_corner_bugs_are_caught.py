@@ -16,7 +16,7 @@ import torch
 
 from impl.diffusion_loss import WindowedDiffusionLoss
 from parity.compare import ParityFailure
-from parity.strategies.dataset import realized_switches
+from parity.strategies.dataset_corners import realized_switches
 from parity.strategies.diffusion import LARGE_COUNT_WINDOW, ROW_MIX_WINDOW
 from parity.strategies.training import LARGE_COUNT_RUN, ROW_MIX_RUN
 from parity.table.checks.dataset import check_matches_oracle
@@ -24,7 +24,7 @@ from parity.table.checks.diffusion import check_window_parity
 from parity.table.checks.training import check_training_run
 from parity.table.rows import PROPERTIES
 from parity.targets import get_target
-from parity.training.run import training_examples
+from parity.training.diffusion.drivers.trainer_run import training_examples
 from tests.quality.corner_bugs import (
     HALF_PRECISION_COUNT_LOSS,
     HalfPrecisionCountLogitsTrainer,

@@ -19,9 +19,9 @@ from parity.cases import TrainerCase
 from parity.compare import ParityFailure, assert_verdict
 from parity.table.run_budget import fraction_of_profile, shrinks_whole_runs
 from parity.targets import get_target
-from parity.training.distributed import launch
-from parity.training.run import run_trainer
-from parity.training.verdict import trainer_verdict
+from parity.training.diffusion.drivers.trainer_run import run_trainer
+from parity.training.diffusion.verdict import trainer_verdict
+from parity.training.launch.processes import launch
 
 BUGS = ["known-bug:local-mean", "known-bug:logits-local-mean"]
 
@@ -80,7 +80,7 @@ def test_a_failing_trainer_property_reports_after_a_bounded_number_of_runs(tmp_p
 @pytest.mark.xdist_group("distributed")
 def test_two_rank_run_catches_the_local_mean_trainer(tmp_path):
     result = tmp_path / "verdicts.json"
-    launch("parity.training.ddp_cases", ["--target", BUGS[0], "--json", str(result)], 2, timeout_s=600)
+    launch("parity.training.diffusion.drivers.ranks", ["--target", BUGS[0], "--json", str(result)], 2, timeout_s=600)
     cases = json.loads(result.read_text())["cases"]
     holds = {name: verdict["holds"] for name, verdict in cases.items()}
     # With nothing masked anywhere both normalisations give zero; every other case must be caught.

@@ -34,7 +34,7 @@ def recorded(monkeypatch):
             json.dump({"target": "impl", "world_size": 2, "cases": FAILING}, verdicts)
         return ["", ""]
 
-    monkeypatch.setattr("parity.training.distributed.launch", launch)
+    monkeypatch.setattr("parity.training.launch.processes.launch", launch)
     return launched
 
 

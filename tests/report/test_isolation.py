@@ -14,7 +14,7 @@ import time
 
 import pytest
 
-import parity.__main__
+import parity.cli.report
 from parity.__main__ import main
 from parity.dataset.impl import impl_dataset
 from parity.report.isolation import ChildEnded, run_in_child
@@ -107,8 +107,8 @@ def test_a_correct_target_in_its_child_gets_impls_figures():
 @pytest.mark.long  # the whole CLI report beside every built-in column (10 s)
 def test_the_json_and_the_verdict_survive_a_target_that_ends_its_process(monkeypatch, tmp_path, capsys):
     mine = _target("mine", "exiting")
-    real = parity.__main__.get_target
-    monkeypatch.setattr(parity.__main__, "get_target", lambda name: mine if name == "mine" else real(name))
+    real = parity.cli.report.get_target
+    monkeypatch.setattr(parity.cli.report, "get_target", lambda name: mine if name == "mine" else real(name))
     written = tmp_path / "report.json"
     assert main(["--target", "mine", "--only", "dataset-cache", "--quiet", "--json", str(written)]) == 1
     assert capsys.readouterr().out.splitlines()[0] == "parity: UNEXPECTED verdicts in mine (dataset-cache)"
@@ -152,8 +152,8 @@ def test_a_child_that_hangs_outside_any_target_call_ends_at_the_test_bound(monke
 def test_the_report_s_bound_is_its_own_option_and_a_hang_is_its_column(monkeypatch, tmp_path, capsys):
     """``--bound 6`` (a call bound of 1 s) holds for this run only; the hung column is in the verdict and the JSON."""
     mine = _target("mine", "hanging")
-    real = parity.__main__.get_target
-    monkeypatch.setattr(parity.__main__, "get_target", lambda name: mine if name == "mine" else real(name))
+    real = parity.cli.report.get_target
+    monkeypatch.setattr(parity.cli.report, "get_target", lambda name: mine if name == "mine" else real(name))
     monkeypatch.delenv("PARITY_TEST_BOUND_S", raising=False)
     written = tmp_path / "report.json"
     assert main(["--target", "mine", "--only", "dataset-cache", "--bound", "6", "--json", str(written)]) == 1

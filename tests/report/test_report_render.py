@@ -25,7 +25,7 @@ from parity.targets import default_targets, get_target
 
 pytestmark = pytest.mark.xdist_group("report-render")
 
-#: Two ``parity.training.ddp_cases`` verdicts as that module writes them (the fields the report reads).
+#: Two ``parity.training.diffusion.drivers.ranks`` verdicts as that module writes them (the fields the report reads).
 RECORDED_DDP = {
     "unequal-counts": {"holds": True, "kinds": [], "notes": [], "worst": "step 0 loss: error/budget 0.31",
                        "worst_ratio": 0.31},

@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 from transformers.utils import logging as transformers_logging
 
-import parity.__main__
+import parity.cli.report
 from parity.__main__ import main
 from parity.dataset.impl import impl_dataset
 from parity.targets import Target
@@ -49,8 +49,8 @@ def noisy(documents, config):
 @pytest.fixture
 def noisy_target(monkeypatch):
     mine = Target(name="noisy", description="a target of yours", expect="pass", dataset=f"{__name__}:noisy")
-    real = parity.__main__.get_target
-    monkeypatch.setattr(parity.__main__, "get_target", lambda name: mine if name == "noisy" else real(name))
+    real = parity.cli.report.get_target
+    monkeypatch.setattr(parity.cli.report, "get_target", lambda name: mine if name == "noisy" else real(name))
 
 
 def test_each_distinct_message_once_with_its_count(noisy_target, capfd, tmp_path):

@@ -102,7 +102,8 @@ def adapters(tmp_path, monkeypatch):
     module = importlib.import_module("user_adapters")
     extra = {t.name: t for t in (module.LIST, module.TYPO, module.NO_MODULE, module.TRAINER, module.LOSS)}
     real = parity.targets.get_target
-    monkeypatch.setattr("parity.__main__.get_target", lambda name: extra.get(name) or real(name))
+    for command in ("parity.cli.report", "parity.cli.commands"):
+        monkeypatch.setattr(f"{command}.get_target", lambda name: extra.get(name) or real(name))
     yield
     sys.modules.pop("user_adapters", None)
 
@@ -127,7 +128,7 @@ def test_an_interface_is_held_to_its_protocol_before_any_work(capsys, adapters, 
 @pytest.mark.long  # a fresh interpreter that imports torch: seconds the default run cannot spare
 def test_a_closed_pipe_ends_quietly_with_the_verdicts_status():
     """``| head``: the reader goes away mid-report; no traceback, and the status is still the verdict's."""
-    program = "import sys; from parity.__main__ import emit; emit('parity: ...\\n' * 100000); sys.exit(1)"
+    program = "import sys; from parity.cli.output import emit; emit('parity: ...\\n' * 100000); sys.exit(1)"
     command = f"{sys.executable} -c \"{program}\" | head -1"
     result = subprocess.run(["bash", "-o", "pipefail", "-c", command], capture_output=True, text=True, timeout=120)
     assert (result.stdout, result.stderr, result.returncode) == ("parity: ...\n", "", 1)

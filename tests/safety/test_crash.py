@@ -49,7 +49,7 @@ def test_a_crash_inside_a_library_is_also_located_by_the_target_s_call_into_it()
     line = loss.__code__.co_firstlineno + 1
     assert re.fullmatch(r"torch/nn/functional\.py:\d+ \(in cross_entropy\), called from "
                         rf"tests/safety/test_crash\.py:{line} \(in loss\)", raised_where(caught.value))
-    # What the DDP launcher reads back from a rank's error line (parity.training.distributed): the same two places.
+    # What the DDP launcher reads back from a rank's error line (parity.training.launch.processes): the same two places.
     assert raised_in(f"the target crashed: {describe_raised(caught.value)}") == (
         "cross_entropy", "loss", f"tests/safety/test_crash.py:{line}")
     assert raised_in(describe_raised(_caught(ValueError("boom")))) == ("_raise", None, None)

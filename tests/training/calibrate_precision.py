@@ -4,12 +4,12 @@ golden on the CPU.
 
     python -m tests.training.calibrate_precision [--dtype bfloat16|float16] [--runs N] [--seed S]
 
-bfloat16: first the loss targets through accumulation windows (``parity.training.window_run``; windows of 3
+bfloat16: first the loss targets through accumulation windows (``parity.training.diffusion.drivers.window_run``; windows of 3
 microbatches of 2 rows): impl as it runs, impl with each window's rows re-cut into microbatches of
 one row (a legitimate reordering), and the local-mean bug. Then whole Trainer runs, each case both
 ways production trains in bfloat16: the weights in bfloat16, and ``TrainingArguments(bf16=True)``
 (autocast over float32 weights). float16: whole Trainer runs under ``TrainingArguments(fp16=True)``
-with accelerate's loss scaling, on the CPU as on CUDA (``parity.training.loss_scaling``).
+with accelerate's loss scaling, on the CPU as on CUDA (``parity.training.diffusion.drivers.loss_scaling``).
 
 Prints, per trainer and way, the worst error/budget of any tensor; for a known bug, the smallest
 such worst ratio over the cases that are informative, and how many were not. A correct trainer must
@@ -27,11 +27,11 @@ import torch
 
 from parity.cases import PUBLISHED_EPS, WindowCase
 from parity.targets import get_target
-from parity.training.ddp_cases import drawn_cases
-from parity.training.run import eps_declined, run_trainer
-from parity.training.verdict import trainer_verdict
-from parity.training.window_cases import parity_run
-from parity.training.loss_scaling import cpu_loss_scaling
+from parity.training.diffusion.drivers.loss_scaling import cpu_loss_scaling
+from parity.training.diffusion.drivers.ranks import drawn_cases
+from parity.training.diffusion.drivers.trainer_run import eps_declined, run_trainer
+from parity.training.diffusion.drivers.window_cases import parity_run
+from parity.training.diffusion.verdict import trainer_verdict
 from tests.training.variants import ChunkedCETrainer, Float32LossTrainer, ReorderedSumTrainer
 
 

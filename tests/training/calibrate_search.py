@@ -12,7 +12,7 @@ whole-run property's strategy (``parity.strategies.training.trainer_cases``): ev
 of ``tests.training.calibrate_precision`` and ``tests.training.interleavings`` (the float32-upcast
 cross-entropies only below float64, where they are correct; in float64 they are a precision
 finding) and both trainer bugs, in every way production trains in the dtype (bfloat16: weights and
-autocast; float16: autocast with loss scaling, on the CPU through ``parity.training.loss_scaling``).
+autocast; float16: autocast with loss scaling, on the CPU through ``parity.training.diffusion.drivers.loss_scaling``).
 
 Each alternative is one Hypothesis search of ``--examples`` examples (generation, then the target
 phase), seeded with ``--seed``: a correct one maximises its worst ratio (``target(ratio)``), a bug
@@ -42,12 +42,12 @@ from parity.devices import DTYPES, TRAINER_DTYPES
 from parity.strategies.diffusion import window_cases
 from parity.strategies.training import trainer_cases
 from parity.targets import get_target
-from parity.training.run import eps_declined, run_trainer
-from parity.training.verdict import local_mean_prediction, references, trainer_verdict
-from parity.training.window_cases import model_builder, parity_run
-from parity.training.window_run import local_mean_steps
+from parity.training.diffusion.drivers.loss_scaling import cpu_loss_scaling
+from parity.training.diffusion.drivers.trainer_run import eps_declined, run_trainer
+from parity.training.diffusion.drivers.window_cases import model_builder, parity_run
+from parity.training.diffusion.drivers.window_run import local_mean_steps
+from parity.training.diffusion.verdict import local_mean_prediction, references, trainer_verdict
 from tests.training.calibrate_precision import BUGS, CORRECT, WAYS
-from parity.training.loss_scaling import cpu_loss_scaling
 from tests.training.interleavings import ComputeLossDrawsTrainer, FetchThenDrawTrainer, PredictionStepDrawsTrainer
 
 #: Correct only below float64: in a float64 run their float32 cross-entropy is a precision finding (docs/budget.md, Kinds).

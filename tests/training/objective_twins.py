@@ -1,7 +1,7 @@
 """One twin of the logits trainer per known wrong objective (docs/trainer.md, Naming the objective).
 
 Each draws the published noise and normalises wrongly in one known way; the verdict must fail it
-with ``normalisation`` and its diagnosis must name that objective (``parity.training.objectives``). The
+with ``normalisation`` and its diagnosis must name that objective (``parity.training.diffusion.objectives``). The
 local-mean twins are the known-bug targets (``impl.known_bugs``).
 """
 
@@ -76,7 +76,7 @@ TokensMeanTrainer = _twin("TokensMeanTrainer", _tokens, False)
 RowsSumTrainer = _twin("RowsSumTrainer", _rows, True)
 RowsMeanTrainer = _twin("RowsMeanTrainer", _rows, False)
 
-#: Each twin, by the name of the objective ``parity.training.objectives`` must give it.
+#: Each twin, by the name of the objective ``parity.training.diffusion.objectives`` must give it.
 TWINS = {
     "local mean": LogitsLocalMeanTrainer,
     "sum of microbatch means": SumOfMicrobatchMeansTrainer,

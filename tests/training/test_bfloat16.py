@@ -18,8 +18,8 @@ from parity.cases import TrainerCase
 from parity.compare import ParityFailure, assert_verdict
 from parity.strategies.training import UPSTREAM_RUN
 from parity.targets import get_target
-from parity.training.run import run_trainer
-from parity.training.verdict import trainer_verdict
+from parity.training.diffusion.drivers.trainer_run import run_trainer
+from parity.training.diffusion.verdict import trainer_verdict
 
 
 class Bfloat16LossTrainer(LogitsDiffusionTrainer):

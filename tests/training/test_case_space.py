@@ -8,7 +8,7 @@ from hypothesis import find
 from parity.cases import PUBLISHED_EPS, TrainerCase
 from parity.strategies import trainer_cases
 from parity.trainer_space import PUBLISHED_EPS_DOMAIN
-from parity.training.ddp_cases import drawn_cases
+from parity.training.diffusion.drivers.ranks import drawn_cases
 from tests.training.interleavings import INTERLEAVINGS
 from tests.training.shipped_trainers import OPEN_AT_ONE, OPEN_EPS
 from tests.training.test_reported import EpsOfItsOwn

@@ -1,6 +1,6 @@
 """Two real processes over Gloo: every rank's gradients and parameters equal the oracle over all ranks' rows.
 
-The default run launches once (``parity.training.ddp_session``): every shipped trainer (impl's loss-pair
+The default run launches once (``parity.training.launch.session``): every shipped trainer (impl's loss-pair
 trainer and the logits trainer, and their pre-fix twins) on the four fixed cases (unequal counts, one rank
 empty, all empty, rank-local with the ranks seeded apart): the two correct ones must hold, the twins be caught
 wherever a rank's count is not the window's, and a planted bug of the logits trainer's rank-local branch be
@@ -19,9 +19,9 @@ import random
 import pytest
 
 from parity.targets import get_target
-from parity.training.ddp_cases import DDP_CASES
-from parity.training.ddp_session import WORLD_SIZE, NotOnTwoRanks, launch_trainers
-from parity.training.distributed import RankFailed, launch
+from parity.training.diffusion.drivers.ranks import DDP_CASES
+from parity.training.launch.processes import RankFailed, launch
+from parity.training.launch.session import WORLD_SIZE, NotOnTwoRanks, launch_trainers
 
 pytestmark = [pytest.mark.distributed, pytest.mark.xdist_group("distributed")]
 
@@ -62,7 +62,7 @@ def verdict(launched, trainer: str, case: str | None = None) -> dict:
 
 @pytest.fixture(scope="session")
 def verdicts(target):
-    """The default run's cases in one launch (``parity.training.ddp_session``): the session's trainers and,
+    """The default run's cases in one launch (``parity.training.launch.session``): the session's trainers and,
     under impl, the planted bug and a trainer declaring one rank only.
 
     Session scope: xdist may hand this module's tests to its worker in several batches, and a
@@ -145,17 +145,17 @@ def test_the_cases_realize_what_they_are_named_for(harness_self_check, verdicts)
 
 def test_a_rank_that_dies_fails_the_run_with_its_error():
     with pytest.raises(RankFailed, match=r"^rank 1 failed: RuntimeError: rank 1 failed on purpose \(--fail-rank\) at "
-                                         r"parity/training/ddp_selfcheck.py:\d+ \(in main\)"):
-        launch("parity.training.ddp_selfcheck", ["--fail-rank", "1"], WORLD_SIZE, timeout_s=120)
+                                         r"parity/training/launch/selfcheck.py:\d+ \(in main\)"):
+        launch("parity.training.launch.selfcheck", ["--fail-rank", "1"], WORLD_SIZE, timeout_s=120)
 
 
 @pytest.mark.long  # the launcher's bound holds in every run; the fault gallery (tests/faults) has the others
 def test_a_rank_that_hangs_fails_the_run_at_the_timeout():
     with pytest.raises(RankFailed, match=r"^the 2-rank run timed out after 5 s: rank 0 .*; rank 1 "):
-        launch("parity.training.ddp_selfcheck", ["--hang-rank", "1"], WORLD_SIZE, timeout_s=5)
+        launch("parity.training.launch.selfcheck", ["--hang-rank", "1"], WORLD_SIZE, timeout_s=5)
 
 
 @pytest.mark.long  # the default run's launch above is a healthy group all-reducing; this is the selfcheck command
 def test_a_healthy_group_all_reduces():
-    outputs = launch("parity.training.ddp_selfcheck", [], WORLD_SIZE, timeout_s=120)
+    outputs = launch("parity.training.launch.selfcheck", [], WORLD_SIZE, timeout_s=120)
     assert [line.strip() for line in outputs] == [f"rank {r} of {WORLD_SIZE}: all_reduce ok" for r in range(WORLD_SIZE)]

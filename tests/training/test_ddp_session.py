@@ -1,4 +1,4 @@
-"""A target of yours on two ranks (``parity.training.ddp_session``): the session's launch trains it, or its
+"""A target of yours on two ranks (``parity.training.launch.session``): the session's launch trains it, or its
 distributed tests skip naming why, never a missing key.
 
 The default run checks the lookups without a launch: a target without a trainer, one whose trainer declares one
@@ -22,10 +22,10 @@ from pathlib import Path
 import pytest
 
 from parity.targets import Target, get_target
-from parity.training import ddp_session
-from parity.training.ddp_cases import DDP_CASES
-from parity.training.ddp_session import NotOnTwoRanks, launch_trainers
-from parity.training.objectives import alternatives
+from parity.training.diffusion.drivers.ranks import DDP_CASES
+from parity.training.diffusion.objectives import alternatives
+from parity.training.launch import session as ddp_session
+from parity.training.launch.session import NotOnTwoRanks, launch_trainers
 from tests.installed import install_adapter
 from tests.training.test_readme_trainer import documented_source
 

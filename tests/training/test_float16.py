@@ -2,7 +2,7 @@
 accelerate's dynamic loss scaling (docs/budget.md, float16).
 
 accelerate scales the loss on GPUs only, so float16 is refused on the CPU, naming the device; here the
-runs go through ``parity.training.loss_scaling``, which gives the CPU the scaler CUDA has. A step
+runs go through ``parity.training.diffusion.drivers.loss_scaling``, which gives the CPU the scaler CUDA has. A step
 whose scaled gradients overflow is skipped by the scaler, as in production: it is held on its loss
 and on parameters that did not move; a run whose every step was skipped says it judged no gradient.
 """
@@ -19,9 +19,9 @@ from parity.cases import TrainerCase
 from parity.compare import ParityFailure, assert_verdict
 from parity.strategies.training import UPSTREAM_RUN_FP16
 from parity.targets import get_target
-from parity.training.run import TrainerRecord, UnscaledFloat16, run_trainer
-from parity.training.verdict import skipped_steps, trainer_verdict, unscaled_overflows
-from parity.training.loss_scaling import cpu_loss_scaling
+from parity.training.diffusion.drivers.loss_scaling import cpu_loss_scaling
+from parity.training.diffusion.drivers.trainer_run import TrainerRecord, UnscaledFloat16, run_trainer
+from parity.training.diffusion.verdict import skipped_steps, trainer_verdict, unscaled_overflows
 
 
 def _run(target: str, case: TrainerCase, tmp_path):

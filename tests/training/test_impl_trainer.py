@@ -10,8 +10,7 @@ from oracle.nemotron_diffusion import build_tiny_model
 from parity.cases import TrainerCase
 from parity.safety.releases import supported
 from parity.strategies.bad_input import BAD_TRAINER_INPUTS
-from parity.training.run import training_arguments
-
+from parity.training.diffusion.drivers.trainer_run import training_arguments
 
 #: impl's words for each setting of the declared bad input (parity/strategies/bad_input.py); the table's
 #: ``validation/trainer-settings`` holds every trainer target to a refusal.

@@ -12,11 +12,11 @@ import torch
 from impl.logits_trainer import LogitsDiffusionTrainer
 from parity.compare import KINDS, ParityFailure
 from parity.strategies.training import UPSTREAM_RUN
-from parity.training.input_contract import labels_shifted, received_differs, served_batch_differs
-from parity.training.run import pad_collate, run_trainer
+from parity.training.diffusion.drivers.input_contract import labels_shifted, received_differs, served_batch_differs
+from parity.training.diffusion.drivers.trainer_run import pad_collate, run_trainer
+from parity.training.diffusion.drivers.window_cases import tiny_model
+from parity.training.diffusion.verdict import trainer_verdict
 from parity.training.shipped import tiny_tokenizer
-from parity.training.verdict import trainer_verdict
-from parity.training.window_cases import tiny_model
 from tests.training.objective_twins import SupervisedSumTrainer
 from tests.training.research_trainer import EosPaddingCollator
 from tests.training.test_objectives import TELLS_OBJECTIVES_APART, words

@@ -19,8 +19,8 @@ from parity.cases import TrainerCase
 from parity.compare import ParityFailure
 from parity.table.rows import PROPERTIES
 from parity.table.run_budget import fraction_of_profile
-from parity.training.ddp_cases import DDP_CASES
-from parity.training.distributed import launch
+from parity.training.diffusion.drivers.ranks import DDP_CASES
+from parity.training.launch.processes import launch
 from tests.training.interleavings import INTERLEAVINGS
 from tests.training.noise_bugs import NOISE_BUGS
 
@@ -84,7 +84,7 @@ def test_every_interleaving_holds_on_two_ranks(tmp_path):
     result = tmp_path / "verdicts.json"
     trainers = [f"{cls.__module__}:{cls.__name__}" for cls in INTERLEAVINGS.values()]
     arguments = [*(a for trainer in trainers for a in ("--trainer", trainer)), "--draw", "2", "--json", str(result)]
-    launch("parity.training.ddp_cases", arguments, 2, timeout_s=1800)
+    launch("parity.training.diffusion.drivers.ranks", arguments, 2, timeout_s=1800)
     verdicts = json.loads(result.read_text())["cases"]
     assert len(verdicts) == len(trainers) * (len(DDP_CASES) + 2)
     assert all(v["holds"] for v in verdicts.values()), {k: v["worst"] for k, v in verdicts.items() if not v["holds"]}

@@ -12,8 +12,8 @@ from impl.logits_trainer import LogitsDiffusionTrainer
 from parity.cases import TrainerCase
 from parity.compare import assert_verdict
 from parity.devices import DTYPES
-from parity.training.run import run_trainer
-from parity.training.verdict import trainer_verdict
+from parity.training.diffusion.drivers.trainer_run import run_trainer
+from parity.training.diffusion.verdict import trainer_verdict
 
 
 def test_it_keeps_no_records():

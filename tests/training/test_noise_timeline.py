@@ -1,11 +1,11 @@
-"""The recorded generator timeline only moves forward (parity.training.noise_replay.Timeline, docs/trainer.md,
+"""The recorded generator timeline only moves forward (parity.training.diffusion.drivers.noise_replay.Timeline, docs/trainer.md,
 Where a trainer may draw): a state the run returns to is found, a run that only draws is not."""
 
 from __future__ import annotations
 
 import torch
 
-from parity.training.noise_replay import Timeline
+from parity.training.diffusion.drivers.noise_replay import Timeline
 
 
 def states(*steps: str) -> list[torch.Tensor]:

@@ -1,13 +1,13 @@
 """A NaN or infinite loss, gradient or parameter is its own finding, at its first step and tensor
-(parity.training.verdict.non_finite, docs/budget.md, Kinds), never a normalisation or a fault of the oracle."""
+(parity.training.diffusion.verdict.non_finite, docs/budget.md, Kinds), never a normalisation or a fault of the oracle."""
 
 from __future__ import annotations
 
 import torch
 
 from oracle.window_reference import StepResult
-from parity.training.run import TrainerRecord
-from parity.training.verdict import non_finite
+from parity.training.diffusion.drivers.trainer_run import TrainerRecord
+from parity.training.diffusion.verdict import non_finite
 
 
 def step(loss=1.0, grad=0.5, param=2.0) -> StepResult:

@@ -20,10 +20,10 @@ from parity.compare import ParityFailure
 from parity.devices import runs_on
 from parity.table.run_budget import fraction_of_profile
 from parity.targets import ConfigDeclined
-from parity.training.distributed import launch
-from parity.training.objectives import alternatives, name_objective
-from parity.training.run import run_trainer
-from parity.training.verdict import trainer_verdict
+from parity.training.diffusion.drivers.trainer_run import run_trainer
+from parity.training.diffusion.objectives import alternatives, name_objective
+from parity.training.diffusion.verdict import trainer_verdict
+from parity.training.launch.processes import launch
 from tests.training.interleavings import INTERLEAVINGS
 from tests.training.objective_twins import TWINS, TWO_RANK_TWINS
 from tests.training.shipped_trainers import SHIPPED
@@ -61,7 +61,7 @@ def test_each_twin_is_named(name, tmp_path):
 def test_the_rank_local_twin_is_named_on_two_ranks(tmp_path):
     result = tmp_path / "verdicts.json"
     (trainer,) = TWO_RANK_TWINS.values()
-    launch("parity.training.ddp_cases", ["--trainer", f"{trainer.__module__}:{trainer.__name__}", "--case", "unequal-counts",
+    launch("parity.training.diffusion.drivers.ranks", ["--trainer", f"{trainer.__module__}:{trainer.__name__}", "--case", "unequal-counts",
                                 "--json", str(result)], 2, timeout_s=600)
     (verdict,) = json.loads(result.read_text())["cases"].values()
     assert "normalisation" in verdict["kinds"]

@@ -13,9 +13,9 @@ import torch
 from oracle.nemotron_diffusion import forward_process
 from parity.cases import TrainerCase
 from parity.devices import DTYPES
-from parity.training.noise_replay import replay_draws
-from parity.training.run import run_trainer, seeded_state
-from parity.training.verdict import trainer_verdict
+from parity.training.diffusion.drivers.noise_replay import replay_draws
+from parity.training.diffusion.drivers.trainer_run import run_trainer, seeded_state
+from parity.training.diffusion.verdict import trainer_verdict
 from tests.training.variants import (
     CrashingTrainer,
     PrivateGeneratorTrainer,
@@ -80,7 +80,7 @@ def test_a_trainer_that_raises_is_a_crash_finding(tmp_path):
 def test_impls_optional_records_agree_with_what_the_harness_observed(tmp_path):
     """impl keeps records; the harness does not need them, but where they exist they must agree."""
     from impl.trainer import WindowedDiffusionTrainer
-    from parity.training import run as trainer_run
+    from parity.training.diffusion.drivers import trainer_run as trainer_run
 
     kept = []
 

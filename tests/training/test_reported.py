@@ -18,8 +18,8 @@ from impl.logits_trainer import LogitsDiffusionTrainer
 from parity.cases import PUBLISHED_EPS, TrainerCase
 from parity.table.checks.training import check_training_run
 from parity.targets import ConfigDeclined
-from parity.training.run import ContractMismatch, run_trainer
-from parity.training.verdict import trainer_verdict
+from parity.training.diffusion.drivers.trainer_run import ContractMismatch, run_trainer
+from parity.training.diffusion.verdict import trainer_verdict
 from tests.training.variants import SwappedDrawOrderTrainer
 
 SMALL = TrainerCase(examples_per_rank=2, max_length=5, evaluate=False)

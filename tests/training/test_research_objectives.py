@@ -1,6 +1,6 @@
 """Trainers from the public descriptions of MDLM, LLaDA's SFT objective and Dream, registered through
 ``ShippedTrainer`` as a user would (tests/training/research_objectives.py), each told the terms it departs
-in and the nearest whole objective (parity.training.objectives, docs/trainer.md, Reading a verdict on a
+in and the nearest whole objective (parity.training.diffusion.objectives, docs/trainer.md, Reading a verdict on a
 research trainer)."""
 
 from __future__ import annotations
@@ -8,12 +8,11 @@ from __future__ import annotations
 import pytest
 
 from parity.strategies.training import RANK_LOCAL_RUN
-from parity.training.objective_terms import SIGNIFICANT
-from parity.training.objectives import name_objective
-from parity.training.run import run_trainer
-from parity.training.verdict import trainer_verdict
+from parity.training.diffusion.drivers.trainer_run import run_trainer
+from parity.training.diffusion.objectives import name_objective
+from parity.training.diffusion.verdict import trainer_verdict
+from parity.training.step_compare import SIGNIFICANT
 from tests.training.research_objectives import RESEARCH_OBJECTIVES
-
 
 #: What a named objective is said to match, within the significance margin (docs/trainer.md, What makes a term significant).
 MATCHES = "it matches the logged losses and gradients of every step within 4 x their budgets"

@@ -24,12 +24,12 @@ from parity.report.scenarios import training_scenario
 from parity.table.checks.training import check_training_run
 from parity.table.run_budget import fraction_of_profile
 from parity.targets import ConfigDeclined, Target
-from parity.training.ddp_cases import DDP_CASES
-from parity.training.distributed import launch
-from parity.training.objectives import name_objective
-from parity.training.run import run_trainer, training_arguments
+from parity.training.diffusion.drivers.ranks import DDP_CASES
+from parity.training.diffusion.drivers.trainer_run import run_trainer, training_arguments
+from parity.training.diffusion.objectives import name_objective
+from parity.training.diffusion.verdict import trainer_verdict
+from parity.training.launch.processes import launch
 from parity.training.shipped import ShippedTrainer, as_shipped
-from parity.training.verdict import trainer_verdict
 from tests.training.research_trainer import DiffusionArguments, ResearchDiffusionTrainer
 from tests.training.shipped_trainers import RESEARCH, SHIPPED
 from tests.training.test_interleavings import WHOLE_RUN
@@ -122,7 +122,7 @@ def test_the_report_holds_every_shipped_trainer():
 def test_every_shipped_trainer_holds_on_two_ranks(tmp_path):
     result = tmp_path / "verdicts.json"
     paths = [f"tests.training.shipped_trainers:{a}" for a in ("RESEARCH", "EOS_COLLATED", "OPEN_EPS")]
-    launch("parity.training.ddp_cases", [*(a for p in paths for a in ("--trainer", p)), "--draw", "2", "--json", str(result)], 2,
+    launch("parity.training.diffusion.drivers.ranks", [*(a for p in paths for a in ("--trainer", p)), "--draw", "2", "--json", str(result)], 2,
            timeout_s=1200)
     verdicts = json.loads(result.read_text())["cases"]
     assert len(verdicts) == len(paths) * (len(DDP_CASES) + 2)

@@ -15,8 +15,8 @@ from parity.cases import TrainerCase
 from parity.compare import assert_verdict
 from parity.devices import DTYPES
 from parity.strategies import training as strategies
-from parity.training.run import run_trainer
-from parity.training.verdict import trainer_verdict
+from parity.training.diffusion.drivers.trainer_run import run_trainer
+from parity.training.diffusion.verdict import trainer_verdict
 
 
 def train_and_judge(trainer_class, case: TrainerCase, tmp_path_factory):

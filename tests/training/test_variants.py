@@ -13,8 +13,8 @@ import pytest
 from parity.cases import TrainerCase
 from parity.compare import ParityFailure, assert_verdict
 from parity.devices import DTYPES
-from parity.training.run import run_trainer
-from parity.training.verdict import trainer_verdict
+from parity.training.diffusion.drivers.trainer_run import run_trainer
+from parity.training.diffusion.verdict import trainer_verdict
 from tests.training.variants import ChunkedCETrainer, Float32LossTrainer, ReorderedSumTrainer
 
 #: Windows 3, 1 and 2, 2, 1; a middling eps; rank-local and gathered counts; evaluation in batches.
@@ -69,7 +69,7 @@ def test_each_step_is_judged_from_where_the_target_is(tmp_path):
 
     from impl.trainer import WindowedDiffusionTrainer
     from oracle.window_reference import StepResult
-    from parity.training.verdict import oracle_run
+    from parity.training.diffusion.verdict import oracle_run
 
     case = TrainerCase(dtype="float64", evaluate=False)
     record = run_trainer(WindowedDiffusionTrainer, case, str(tmp_path))

@@ -20,8 +20,8 @@ import pytest
 import torch
 
 from parity.devices import cuda_available
+from parity.training.diffusion.verdict import trainer_verdict
 from parity.training.invariance import PERTURBATION, perturbed, verdict_words
-from parity.training.verdict import trainer_verdict
 from tests.training.verdict_cases import VERDICT_CASES, verdict_of
 
 #: One of each kind the default run can afford (about a second each): the research trainer the issue saw named

@@ -19,9 +19,9 @@ from parity.cases import TrainerCase
 from parity.compare import Verdict
 from parity.strategies.training import RANK_LOCAL_RUN, UPSTREAM_RUN
 from parity.targets import get_target
+from parity.training.diffusion.drivers.trainer_run import run_trainer
+from parity.training.diffusion.verdict import trainer_verdict
 from parity.training.invariance import verdict_words
-from parity.training.run import run_trainer
-from parity.training.verdict import trainer_verdict
 from tests.training.objective_twins import TWINS
 from tests.training.research_objectives import RESEARCH_OBJECTIVES
 from tests.training.test_input_contract import EvaluationPaddingAsPad, EvaluationPrependsBos

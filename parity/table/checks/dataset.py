@@ -1,6 +1,6 @@
 """The dataset properties as plain check functions of ``(factory, case, ...)``.
 
-Written once; the property table (parity/table/rows.py) gives them their strategies, the
+Written once; the property table (parity/table/rows/) gives them their strategies, the
 upstream triggers as explicit examples and the known bugs they must catch, and the suite, the
 known-bug checks, bench and the report all run them from there. Each raises AssertionError (naming
 the sample, key and first differing position) on a counterexample. Target code is called

@@ -1,7 +1,7 @@
 """The masked-diffusion properties, each written once against the loss-target interface.
 
 Plain check functions of ``(loss_target, **arguments)``; the property table
-(parity/table/rows.py) gives them their strategies, examples and the known bugs they catch, and
+(parity/table/rows/) gives them their strategies, examples and the known bugs they catch, and
 everything that runs properties reads it.
 """
 
@@ -18,8 +18,8 @@ from oracle.nemotron_diffusion import eos_padding_rule, forward_process
 from parity.budget import NOT_INFORMATIVE_EVENT
 from parity.cases import EOS, MASK_TOKEN_ID, PUBLISHED_EPS, VOCAB, WindowCase
 from parity.compare import assert_verdict, judge
-from parity.training.window_cases import parity_run
-from parity.training.window_run import ParityRun
+from parity.training.diffusion.drivers.window_cases import parity_run
+from parity.training.diffusion.drivers.window_run import ParityRun
 
 
 def noise(diffusion_loss, window, **overrides):

@@ -1,6 +1,6 @@
 """Whole training runs held to the oracle: the table's ``training/any-run-matches``.
 
-The run is driven by ``parity.training.run`` and judged by ``parity.training.verdict`` (docs/trainer.md).
+The run is driven by ``parity.training.diffusion.drivers.trainer_run`` and judged by ``parity.training.diffusion.verdict`` (docs/trainer.md).
 """
 
 from __future__ import annotations
@@ -16,8 +16,8 @@ from parity.cases import TrainerCase
 from parity.compare import assert_verdict
 from parity.devices import runs_on
 from parity.targets import ConfigDeclined
-from parity.training.run import TrainerRecord, run_trainer
-from parity.training.verdict import trainer_verdict
+from parity.training.diffusion.drivers.trainer_run import TrainerRecord, run_trainer
+from parity.training.diffusion.verdict import trainer_verdict
 
 
 def check_training_run(trainer_class, case: TrainerCase, device: str = "cpu") -> list[str]:

@@ -80,7 +80,7 @@ def check_trainer_refuses(trainer, bad: str) -> None:
     ``(0, 1]``: it may refuse at construction or when it trains, with any error."""
     from oracle.nemotron_diffusion import build_tiny_model
     from parity.cases import TrainerCase
-    from parity.training.run import declares_eps, pad_collate, training_arguments, training_examples
+    from parity.training.diffusion.drivers.trainer_run import declares_eps, pad_collate, training_arguments, training_examples
     from parity.training.shipped import as_shipped
 
     setting, value = BAD_TRAINER_INPUTS[bad]

@@ -6,7 +6,7 @@ Every way a causal-LM loop has been found dividing its loss weighs each row's su
 rank's, the window's over every rank, counted after the shift or before it, the accumulation steps. So the
 harness replays, in float64 on the run's own weights before each step, every row's ``S_row`` and its gradient
 once, and holds rank 0's logged loss and gradients to each objective's combination, within the significance
-margin (``parity.training.objective_terms.SIGNIFICANT`` budgets: a correct formula's float path may exceed
+margin (``parity.training.step_compare.SIGNIFICANT`` budgets: a correct formula's float path may exceed
 one budget, a wrong one lies orders of magnitude away). The first that explains every step is named.
 """
 
@@ -21,7 +21,7 @@ from oracle.causal_lm import IGNORE_INDEX, Row, document_sum, tiny_causal_lm, wi
 from parity.budget import Comparison
 from parity.devices import torch_dtype
 from parity.training.causal.record import CausalCase, CausalRecord, step_windows
-from parity.training.objective_terms import SIGNIFICANT, step_budgets
+from parity.training.step_compare import SIGNIFICANT, step_budgets
 
 
 @dataclass(frozen=True)

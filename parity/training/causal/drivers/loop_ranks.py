@@ -1,5 +1,5 @@
 """Loops run on real ranks, each judged by the window rule: the entry point every rank of a launch runs
-(``parity.training.distributed.launch``), or torchrun on GPUs::
+(``parity.training.launch.processes.launch``), or torchrun on GPUs::
 
     torchrun --standalone --nproc-per-node 2 -m parity.training.causal.drivers.loop_ranks \\
         --target megatron-schedule:per-token --case '{"world_size": 2}' [--device cuda]
@@ -21,7 +21,7 @@ from parity.targets import get_target, load_attribute
 from parity.training.causal.drivers.loop import run_loop
 from parity.training.causal.record import CausalCase
 from parity.training.causal.verdict import causal_verdict
-from parity.training.distributed import init_process_group
+from parity.training.launch.processes import init_process_group
 
 
 def case_from_json(text: str, device: str) -> CausalCase:

@@ -25,8 +25,12 @@ import torch
 import torch.distributed as dist
 import torch.nn.functional as F
 from megatron.core import parallel_state
-from megatron.core.distributed import (DistributedDataParallel, DistributedDataParallelConfig, finalize_model_grads,
-                                       param_and_grad_buffer)
+from megatron.core.distributed import (
+    DistributedDataParallel,
+    DistributedDataParallelConfig,
+    finalize_model_grads,
+    param_and_grad_buffer,
+)
 from megatron.core.enums import ModelType
 from megatron.core.pipeline_parallel import get_forward_backward_func, schedules
 from megatron.core.transformer import TransformerConfig

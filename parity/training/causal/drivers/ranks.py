@@ -1,7 +1,7 @@
 """A causal-LM driver on several real ranks (docs/causal-lm.md; docs/running.md, Distributed runs).
 
 :func:`run_on_ranks` launches ``python -m parity.training.causal.drivers.ranks`` as ``world_size`` processes over
-Gloo (``parity.training.distributed.launch``); each rank joins the group, runs the named driver (a function
+Gloo (``parity.training.launch.processes.launch``); each rank joins the group, runs the named driver (a function
 ``(target, case, rank, world_size) -> CausalRecord``, e.g.
 :func:`parity.training.causal.drivers.causal_trainer.run_causal_trainer`) on each named target in turn (a ``Trainer``
 subclass, or whatever that driver takes), and writes each record as plain
@@ -15,8 +15,8 @@ import argparse
 import json
 import sys
 import tempfile
-from dataclasses import asdict
 from collections.abc import Sequence
+from dataclasses import asdict
 from pathlib import Path
 
 import torch
@@ -27,7 +27,7 @@ from oracle.window_reference import StepResult
 from parity.compare import Finding
 from parity.targets import load_attribute
 from parity.training.causal.record import CausalCase, CausalRecord
-from parity.training.distributed import RankCrashed, init_process_group, launch
+from parity.training.launch.processes import RankCrashed, init_process_group, launch
 
 MODULE = "parity.training.causal.drivers.ranks"
 
@@ -53,7 +53,7 @@ def run_on_ranks(driver: str, targets: Sequence[str], case: CausalCase,
                  timeout_s: float | None = None) -> list[list[CausalRecord]]:
     """Per target, every rank's record of ``driver`` (``module:function``) running that target (``module:attribute``)
     on ``case``, the targets one after another in one launch of ``case.world_size`` processes (the ranks start, and
-    import torch, once); ``parity.training.distributed.RankFailed`` naming a rank that failed."""
+    import torch, once); ``parity.training.launch.processes.RankFailed`` naming a rank that failed."""
     with tempfile.TemporaryDirectory(prefix="parity-causal-ranks-") as folder:
         launch(MODULE, ["--driver", driver, *(f"--target={target}" for target in targets), "--case",
                         json.dumps(asdict(case)), "--out", folder], case.world_size, timeout_s=timeout_s)

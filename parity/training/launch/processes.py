@@ -6,7 +6,7 @@ auto``); ``torchrun`` sets the usual environment and the worker joins through ``
 
 Nothing a launch starts outlives it, and every fault ends in a ``RankFailed`` that names it
 (docs/faults.md, Ranks). Each rank runs in a process group of its own (with its DataLoader workers),
-started by ``parity.training.rank_start``: it dies with the launcher (a parent-death signal), reports
+started by ``parity.training.launch.rank_start``: it dies with the launcher (a parent-death signal), reports
 its own error through a file before any further collective, and answers ``SIGUSR1`` with its stacks.
 On any way out, an interrupt included, the launcher kills every rank's group and removes its folder,
 where the ranks keep their temporary files. A run that outlives its bound (held below the test's,
@@ -32,7 +32,7 @@ import torch.distributed as dist
 from parity.devices import backend as device_backend
 from parity.safety.bounds import TEST_BOUND_ENV, call_bound
 from parity.safety.crash import process_ended, raised_in, short_path
-from parity.training.rank_start import ERRORS_ENV, LAUNCHER_ENV
+from parity.training.launch.rank_start import ERRORS_ENV, LAUNCHER_ENV
 
 STORE_ENV = "PARITY_FILESTORE"
 INIT_TIMEOUT = timedelta(seconds=60)
@@ -97,7 +97,7 @@ def launch(module: str, args: list[str], world_size: int, timeout_s: float | Non
         try:
             for rank, (out, err) in enumerate(logs):
                 env = {**base_env, "RANK": str(rank), "LOCAL_RANK": str(rank)}
-                command = [sys.executable, "-m", "parity.training.rank_start", module, *args]
+                command = [sys.executable, "-m", "parity.training.launch.rank_start", module, *args]
                 with out.open("w") as stdout, err.open("w") as stderr:
                     processes.append(subprocess.Popen(command, env=env, stdout=stdout, stderr=stderr, process_group=0))
             _wait(processes, folder, bound)

@@ -20,7 +20,7 @@ from dataclasses import dataclass
 
 from parity.devices import ranks_fit
 from parity.targets import Target
-from parity.training.distributed import launch
+from parity.training.launch.processes import launch
 from parity.training.shipped import as_shipped
 
 WORLD_SIZE = 2
@@ -48,7 +48,7 @@ def machine_misfit() -> str | None:
 
 @dataclass(frozen=True)
 class TwoRankVerdicts:
-    """``parity.training.ddp_cases``'s verdicts by trainer (a target's name, or the ``MODULE:CLASS`` path of a
+    """``parity.training.diffusion.drivers.ranks``'s verdicts by trainer (a target's name, or the ``MODULE:CLASS`` path of a
     trainer that is not one) and case, and why each target left out is not there."""
 
     verdicts: dict[str, dict[str, dict]]
@@ -73,7 +73,7 @@ class TwoRankVerdicts:
 def launch_trainers(targets: Sequence[Target], trainers: Sequence[str] = (), arguments: Sequence[str] = (),
                     timeout_s: float = 600) -> TwoRankVerdicts:
     """``targets`` (each that can train on two ranks) and the ``trainers`` paths in one launch of
-    ``parity.training.ddp_cases``, with its further ``arguments`` (``--draw``, ``--also``, ``--case``)."""
+    ``parity.training.diffusion.drivers.ranks``, with its further ``arguments`` (``--draw``, ``--also``, ``--case``)."""
     if misfit := machine_misfit():
         return TwoRankVerdicts({}, {}, misfit)
     reasons = {target.name: reason for target in targets if (reason := left_out(target))}
@@ -83,7 +83,7 @@ def launch_trainers(targets: Sequence[Target], trainers: Sequence[str] = (), arg
         return TwoRankVerdicts({}, reasons, "; ".join(reasons.values()) or None)
     with tempfile.TemporaryDirectory(prefix="parity-ddp-session-") as folder:
         path = os.path.join(folder, "verdicts.json")
-        launch("parity.training.ddp_cases", [*(a for p in trainers for a in ("--trainer", p)),
+        launch("parity.training.diffusion.drivers.ranks", [*(a for p in trainers for a in ("--trainer", p)),
                                              *(a for n in names for a in ("--target", n)), "--json", path, *arguments],
                WORLD_SIZE, timeout_s=timeout_s)
         with open(path) as handle:

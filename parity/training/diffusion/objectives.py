@@ -9,7 +9,7 @@ step, every microbatch's ``S_rg`` and its gradient once, and holds the logged lo
 each known alternative's combination, with the budgets the verdict holds them to. The first that
 matches every step is named; a correct trainer matches the published objective, which the
 diagnosis then leaves alone. When none does, the terms are judged one by one (weights fitted beside the
-normalisation, :mod:`parity.training.objective_terms`) and the nearest whole objective is named with its residual.
+normalisation, :mod:`parity.training.diffusion.objective_terms`) and the nearest whole objective is named with its residual.
 """
 
 from __future__ import annotations
@@ -22,11 +22,11 @@ import torch
 from oracle.window_reference import Draw, microbatch_sum
 from parity.budget import Comparison
 from parity.cases import TrainerCase
-from parity.training.objective_terms import (
-    SIGNIFICANT,
+from parity.training.diffusion.drivers.window_cases import tiny_model
+from parity.training.diffusion.objective_terms import (
     TINY_EOS,
-    Nearest,
     Microbatch,
+    Nearest,
     Objective,
     alternatives,
     divided_by,
@@ -35,9 +35,8 @@ from parity.training.objective_terms import (
     published,
     replay_model,
     replayed_microbatches,
-    step_budgets,
 )
-from parity.training.window_cases import tiny_model
+from parity.training.step_compare import SIGNIFICANT, step_budgets
 
 
 @dataclass

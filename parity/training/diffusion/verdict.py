@@ -20,11 +20,11 @@ from parity.budget import Comparison, along_trajectory, before_each, compare_ten
 from parity.cases import TrainerCase
 from parity.compare import Finding, Verdict, judge
 from parity.devices import LOWER_DTYPE, torch_dtype
-from parity.training.objectives import name_objective
-from parity.training.run import TrainerRecord
+from parity.training.diffusion.drivers.trainer_run import TrainerRecord
+from parity.training.diffusion.drivers.window_cases import tiny_model
+from parity.training.diffusion.drivers.window_run import local_mean_steps
+from parity.training.diffusion.objectives import name_objective
 from parity.training.step_compare import compare_steps
-from parity.training.window_cases import tiny_model
-from parity.training.window_run import local_mean_steps
 
 
 @dataclass
@@ -260,7 +260,7 @@ def trainer_verdict(case: TrainerCase, records: Sequence[TrainerRecord], *, stri
     """Findings (noise, input-contract, crash) of every rank, plus the comparisons of each phase every
     rank can be held to: training and evaluation are judged apart, so a finding in one does not hide
     the other's comparison (docs/trainer.md, Training and evaluation judged apart). A run failing
-    ``normalisation`` gets its diagnosis: the objective it computes (``parity.training.objectives``)."""
+    ``normalisation`` gets its diagnosis: the objective it computes (``parity.training.diffusion.objectives``)."""
     ranked = len(records) > 1
     findings = [replace(f, rank=rank if ranked else None) for rank, r in enumerate(records) for f in r.findings]
     findings += unscaled_overflows(records)

@@ -11,7 +11,7 @@ import torch
 
 from oracle.remote_code import oracle_model_factory
 from parity.cases import WindowCase
-from parity.training.window_run import NoiseSettings, ParityRun, run_parity
+from parity.training.diffusion.drivers.window_run import NoiseSettings, ParityRun, run_parity
 
 
 def model_builder(case: WindowCase):

@@ -1,6 +1,6 @@
-"""What a rank that ``parity.training.distributed.launch`` started does before anything else (docs/faults.md, Ranks).
+"""What a rank that ``parity.training.launch.processes.launch`` started does before anything else (docs/faults.md, Ranks).
 
-``python -m parity.training.rank_start MODULE ARGS...``: before the module (and torch) is imported, the rank
+``python -m parity.training.launch.rank_start MODULE ARGS...``: before the module (and torch) is imported, the rank
 arms a parent-death signal, so it cannot outlive the launcher, and lets the launcher ask for its stacks
 (faulthandler on ``SIGUSR1``). Then it runs ``python -m MODULE ARGS...``; an exception that ends it is
 written where the launcher reads it, and the rank exits at once, before any further collective: its peer,

@@ -1,7 +1,7 @@
 """The terms of an objective a trainer may compute (docs/trainer.md, Naming the objective; Reading a verdict on a
 research trainer): the normalisations (a coefficient per microbatch, and per row for LLaDA-style objectives) and
 the weightings (what each masked token's loss is divided by), and the nearest pair of them to a run's logged
-losses, a weighting's delta fitted on the way. :mod:`parity.training.objectives` names what a run computes from them.
+losses, a weighting's delta fitted on the way. :mod:`parity.training.diffusion.objectives` names what a run computes from them.
 """
 
 from __future__ import annotations
@@ -15,7 +15,8 @@ from oracle.nemotron_diffusion import IGNORE_INDEX, TINY_CONFIG, eos_padding_rul
 from oracle.window_reference import Draw, microbatch_sum
 from parity.budget import Comparison
 from parity.cases import TrainerCase
-from parity.training.window_cases import tiny_model
+from parity.training.diffusion.drivers.window_cases import tiny_model
+from parity.training.step_compare import SIGNIFICANT, step_budgets
 
 #: The tiny model's EOS id, which the EOS rule pads with.
 TINY_EOS = TINY_CONFIG["eos_token_id"]
@@ -97,13 +98,6 @@ def load_weights(model, weights: dict) -> None:
     with torch.no_grad():
         for name, parameter in model.named_parameters():
             parameter.copy_(weights[name].to(torch.float64))
-
-
-def step_budgets(comparisons: Sequence[Comparison]) -> dict[tuple[int, str, str | None], Comparison]:
-    """Rank 0's (or the single rank's) step comparisons, by (step, quantity, tensor)."""
-    return {(c.step, c.quantity, c.tensor): c for c in comparisons if c.step is not None and c.rank in (None, 0)
-            and c.quantity in ("loss", "grad")}
-
 
 
 # --- the terms: what each masked token's loss is divided by ------------------------------------------------
@@ -218,11 +212,6 @@ def divided_by(normalisation: Objective, weighting: Weighting, eps: float, delta
     return divide
 
 
-#: How far, in budgets, the run may lie from an objective that still explains it (docs/trainer.md, What makes a term
-#: significant). A correct formula sits within one budget on the machine the budget was derived on and may exceed it
-#: on another float path (AVX2 against AVX-512, one thread against two, CUDA); a wrong term sits orders of magnitude
-#: away. So a departing term is named only when the objective without it misses the run by more than this.
-SIGNIFICANT = 4.0
 
 
 @dataclass(frozen=True)

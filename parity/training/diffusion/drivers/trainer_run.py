@@ -4,8 +4,8 @@ The seam needs nothing but a ``Trainer`` subclass (docs/trainer.md). The harness
 tiny model, rows and collator, seeds torch's global generator through ``args.seed``, runs
 ``train()``, ``evaluate()`` and ``prediction_step``, and watches from outside
 (``parity.training.observe``). The masks are read off the ids the encoder received and ``p`` is
-replayed from the generator timeline (``parity.training.noise_replay``); the oracle then runs on the replayed
-draws and judges the run (``parity.training.verdict``); ``parity.table.checks.training`` is the property.
+replayed from the generator timeline (``parity.training.diffusion.drivers.noise_replay``); the oracle then runs on the replayed
+draws and judges the run (``parity.training.diffusion.verdict``); ``parity.table.checks.training`` is the property.
 
 Two class attributes of the trainer are read, never required: ``eps`` (the rule is
 :func:`eps_declined`) and ``model_contract`` (held to the contract observed, :func:`observed_contract`).
@@ -27,11 +27,11 @@ from parity.devices import backend, check_dtype_runs_on
 from parity.safety.bounds import bounded
 from parity.safety.crash import describe_raised
 from parity.targets import ConfigDeclined
-from parity.training.counts import count_problem
-from parity.training.noise_replay import replay_noise
+from parity.training.diffusion.counts import count_problem
+from parity.training.diffusion.drivers.noise_replay import replay_noise
+from parity.training.diffusion.drivers.window_cases import tiny_model
 from parity.training.observe import RunObserver
 from parity.training.shipped import as_shipped
-from parity.training.window_cases import tiny_model
 
 PAD_ID = 0
 MODEL_CONTRACTS = ("loss-pair", "logits")
@@ -192,7 +192,7 @@ def training_arguments(
     if taken:
         raise ValueError(
             f"argument_values sets {', '.join(taken)}, which the harness controls on every run "
-            f"(parity.training.run.CONTROLLED_ARGUMENTS): leave them out"
+            f"(parity.training.diffusion.drivers.trainer_run.CONTROLLED_ARGUMENTS): leave them out"
         )
     eps = {} if shipped.eps_argument is None else {shipped.eps_argument: case.eps}
     return shipped.arguments(**controlled, **shipped.argument_values, **eps)
@@ -285,7 +285,7 @@ def _build(trainer, case: TrainerCase, model, rows, observer: RunObserver, outpu
 
 
 def count_findings(observer: RunObserver) -> list[Finding]:
-    """A count the Trainer handed the trainer in a dtype that cannot hold it (``parity.training.counts``), once
+    """A count the Trainer handed the trainer in a dtype that cannot hold it (``parity.training.diffusion.counts``), once
     per step. Only the dtype is judged: which count a trainer divides by is its objective, judged on its losses."""
     found = {}
     for step, count in observer.counts:

@@ -19,7 +19,7 @@ from torch import nn
 from oracle.window_reference import Draw, StepResult, apply_sgd, sgd_step
 from parity.budget import Comparison, along_trajectory, before_each, informativeness, judges_informativeness
 from parity.compare import Finding
-from parity.training.counts import count_problem
+from parity.training.diffusion.counts import count_problem
 from parity.training.step_compare import compare_steps
 
 Batch = Mapping[str, torch.Tensor]
@@ -134,7 +134,7 @@ class ParityRun:
         return compare_steps(self.out, self.refs, self.golden, self.precision)
 
     def findings(self) -> list[Finding]:
-        """A window's count the target keeps in a dtype that cannot hold it exactly (``parity.training.counts``)."""
+        """A window's count the target keeps in a dtype that cannot hold it exactly (``parity.training.diffusion.counts``)."""
         found = []
         for step, (count, window) in enumerate(zip(self.counts, self.draws, strict=False)):
             realized = sum(int(draw.masked_indices.sum()) for draw in window)

@@ -28,7 +28,7 @@ import torch
 from oracle.nemotron_diffusion import eos_padding_rule
 from oracle.window_reference import Draw
 from parity.compare import Finding
-from parity.training.input_contract import labels_shifted, received_differs, served_batch_differs
+from parity.training.diffusion.drivers.input_contract import labels_shifted, received_differs, served_batch_differs
 from parity.training.observe import ObservedForward, RunObserver
 
 
