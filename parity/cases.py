@@ -324,7 +324,13 @@ def at_dtype(value, dtype: str):
         if dtype not in DTYPES:
             raise ValueError(f"a window case runs in {', '.join(DTYPES)}; got {dtype!r}")
         return replace(value, dtype=torch_dtype(dtype))
+    if isinstance(value, CausalCase) and dtype in CAUSAL_DTYPES:  # float16 has no causal-LM case: as it is
+        return replace(value, dtype=dtype)
     return value
+
+
+#: The working dtypes of a causal-LM case (the weights'; no loss scaling, so no float16).
+CAUSAL_DTYPES = ("float32", "float64", "bfloat16")
 
 
 @dataclass(frozen=True)
@@ -348,6 +354,9 @@ class CausalCase:
     packed: bool = False
     #: ranks whose rows are all prompt: they supervise nothing, and the window's count is the other ranks'
     empty_ranks: tuple[int, ...] = ()
+    #: microbatches in the last window, fewer than ``window_size`` (a Trainer serves the end of an epoch so); None:
+    #: every window full. The window rule divides a partial window by its own count (docs/causal-lm.md, The rows)
+    last_window: int | None = None
 
     def __post_init__(self):
         for name in ("window_size", "steps", "rows_per_microbatch", "world_size"):
@@ -357,5 +366,12 @@ class CausalCase:
             raise ValueError(f"max_length must be >= 3, got {self.max_length!r}")
         if any(not 0 <= rank < self.world_size for rank in self.empty_ranks):
             raise ValueError(f"empty_ranks must be ranks of world_size {self.world_size}, got {self.empty_ranks!r}")
-        if self.dtype not in ("float32", "float64", "bfloat16"):
+        if self.dtype not in CAUSAL_DTYPES:
             raise ValueError(f"dtype must be one of float32, float64, bfloat16; got {self.dtype!r}")
+        if self.last_window is not None and not 1 <= self.last_window < self.window_size:
+            raise ValueError(f"last_window must be None or 1 to window_size - 1 = {self.window_size - 1}, "
+                             f"got {self.last_window!r}")
+
+    def window_sizes(self) -> list[int]:
+        """The microbatches of each of the ``steps`` windows: ``window_size`` each, the last ``last_window``."""
+        return [self.window_size] * (self.steps - 1) + [self.last_window or self.window_size]

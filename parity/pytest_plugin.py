@@ -18,6 +18,7 @@ conftest owns them, so a project's own ``--target`` keeps working.
 from __future__ import annotations
 
 import os
+import sys
 
 import pytest
 
@@ -151,6 +152,10 @@ def pytest_configure(config: pytest.Config) -> None:
 
     set_test_bound(config)  # before pytest-timeout reads its settings (docs/faults.md, Bounds)
     config.pluginmanager.register(RunnerSafety(config), "parity-runner-safety")
+    if selected_target(config) and not hasattr(config, "workerinput"):  # a run naming its target ends with its table
+        from parity.suite.outcomes import PropertyTable
+
+        config.pluginmanager.register(PropertyTable(), "parity-property-table")
 
     from parity.safety.releases import UnsupportedRelease, check_supported
     from parity.safety.usage import UsageError
@@ -172,8 +177,24 @@ def pytest_configure(config: pytest.Config) -> None:
         os.environ[STRICT_PRECISION_ENV] = "1"
     config.parity_remote_code = _activate_remote_code(config)
     config.parity_database = _use_database(config)
-    if hasattr(config, "workerinput") or not config.getoption("numprocesses", default=None):
-        share_cores(int(os.environ.get("PYTEST_XDIST_WORKER_COUNT", "1")))  # where tests run (torch), not a controller
+    if hasattr(config, "workerinput") or not config.getoption("numprocesses", default=None):  # where tests run
+        config.parity_workers = int(os.environ.get("PYTEST_XDIST_WORKER_COUNT", "1"))
+        _share_cores_once_torch_is_in(config)
+
+
+def _share_cores_once_torch_is_in(config: pytest.Config) -> None:
+    """torch's threads shared between the workers once this process has torch (at once, after collection or before a
+    test): a session whose tests never import it, a project's own or a fresh-interpreter check of this one, does not
+    pay torch's import (seconds) for a thread count."""
+    workers = getattr(config, "parity_workers", None)
+    if workers is not None and "torch" in sys.modules:
+        share_cores(workers)
+        config.parity_workers = None
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_runtest_setup(item: pytest.Item) -> None:
+    _share_cores_once_torch_is_in(item.config)
 
 
 def _use_database(config: pytest.Config):
@@ -301,6 +322,7 @@ def _target_crashes(error: BaseException):
 
 def pytest_collection_finish(session: pytest.Session) -> None:
     if is_parity_session(session.config):
+        _share_cores_once_torch_is_in(session.config)
         freeze_heap()  # what collection built lives for the session: each Trainer run's gc.collect() skips it
 
 
@@ -309,7 +331,19 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo):
     outcome = yield
     report = outcome.get_result()
     target = getattr(item.config, "parity_target", None)
-    if call.when != "call" or call.excinfo is None or target is None:
+    if target is None:
+        return
+    try:
+        _known_crash(target, call, report)
+    finally:
+        if selected_target(item.config):  # the property's row for the table that ends the run, its outcome final
+            from parity.suite.outcomes import record
+
+            record(item, call, report)
+
+
+def _known_crash(target, call: pytest.CallInfo, report: pytest.TestReport) -> None:
+    if call.when != "call" or call.excinfo is None:
         return
     from parity.safety.crash import is_known_crash
 

@@ -16,3 +16,16 @@ def install_adapter(folder: Path, module: str, source: str, targets: dict[str, s
     (info / "METADATA").write_text(f"Metadata-Version: 2.1\nName: {module.replace('_', '-')}\nVersion: 0.1\n")
     (info / "entry_points.txt").write_text("[parity.targets]\n" + "".join(f"{n} = {p}\n" for n, p in targets.items()))
     return folder
+
+
+def install_package(folder: Path, package: str, modules: dict[str, str], targets: dict[str, str]) -> Path:
+    """A package ``package`` of ``modules`` (file name -> source; ``__init__.py`` empty unless given) in ``folder``,
+    registering ``targets`` as :func:`install_adapter` does; ``folder`` is what to put on ``PYTHONPATH``."""
+    (folder / package).mkdir()
+    for name, source in {"__init__.py": "", **modules}.items():
+        (folder / package / name).write_text(source)
+    info = folder / f"{package}-0.1.dist-info"
+    info.mkdir()
+    (info / "METADATA").write_text(f"Metadata-Version: 2.1\nName: {package.replace('_', '-')}\nVersion: 0.1\n")
+    (info / "entry_points.txt").write_text("[parity.targets]\n" + "".join(f"{n} = {p}\n" for n, p in targets.items()))
+    return folder

@@ -23,6 +23,16 @@ OPTIONAL_PARTS = {
     "hypofuzz": (lambda: find_spec("hypofuzz") is not None, "pip install hypofuzz (or tox -e fuzz)"),
     "trl": (lambda: find_spec("trl") is not None and find_spec("datasets") is not None,
             "pip install --no-deps trl==1.16.0 datasets==4.8.5 and what they import, as .ci/run does (docs/causal-lm.md, TRL)"),
+    # the field's own loops (docs/causal-lm.md, The field's own loops), each installed as .ci/run does
+    "litgpt": (lambda: find_spec("litgpt") is not None and find_spec("lightning") is not None,
+               "pip install --no-deps litgpt==0.5.13 lightning==2.6.6 lightning-utilities==0.15.3 torchmetrics==1.9.0, "
+               "as .ci/run does (docs/causal-lm.md, The field's own loops)"),
+    "torchtune": (lambda: find_spec("torchtune") is not None and find_spec("torchao") is not None,
+                  "pip install --no-deps torchtune==0.6.1 torchao==0.10.0 and what it imports, as .ci/run does "
+                  "(docs/causal-lm.md, The field's own loops)"),
+    "torchtitan": (lambda: find_spec("torchtitan") is not None and find_spec("triton") is not None,
+                   "pip install --no-deps torchtitan==0.3.0 triton==3.9.0 and what it imports, as .ci/run does "
+                   "(docs/causal-lm.md, The field's own loops)"),
 }
 NEEDS = "needs(part, ...): skips, naming the install, unless each optional part is here: " + ", ".join(OPTIONAL_PARTS)
 

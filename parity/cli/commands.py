@@ -10,6 +10,7 @@ from typing import get_args
 
 from parity.cli.output import emit, note, progress
 from parity.cli.report import report
+from parity.cases import CAUSAL_DTYPES
 from parity.contracts import checked_interface
 from parity.devices import check_dtype_runs_on, check_ranks_fit, resolve_device
 from parity.safety.usage import check_at_least, check_output_path, write_atomically
@@ -53,9 +54,16 @@ def ddp(parser: argparse.ArgumentParser, args: argparse.Namespace) -> int:
         if args.json:
             check_output_path("--json", args.json)
         target = get_target(args.target)
-        checked_interface(target, "trainer")
+        causal = not target.provides("trainer") and (target.provides("causal_trainer") or target.provides("loop"))
+        checked_interface(target, ("causal_trainer" if target.provides("causal_trainer") else "loop") if causal
+                          else "trainer")
+        if causal and (args.dtype not in CAUSAL_DTYPES or args.draw or args.world_size != 2):
+            raise ValueError(f"a causal-LM target runs the two-rank corners in {', '.join(CAUSAL_DTYPES)}, on 2 ranks, "
+                             "nothing drawn (docs/causal-lm.md, Two ranks in a session)")
     except (ValueError, TypeError, UnknownTargetError, LookupError) as error:
         parser.error(str(error))
+    if causal:
+        return _causal_ddp(parser, args, target, device)
     with tempfile.TemporaryDirectory(prefix="parity-ddp-cli-") as workdir:
         verdicts, progress_file = f"{workdir}/verdicts.json", f"{workdir}/progress"
         arguments = ["--target", args.target, "--device", device, "--dtype", args.dtype, "--json", verdicts,
@@ -141,3 +149,48 @@ COMMANDS = {
     "repro": (repro, "each failing property of a target as a short pytest file that needs only the target's own package"),
 }
 
+
+
+def _causal_ddp(parser: argparse.ArgumentParser, args: argparse.Namespace, target, device: str) -> int:
+    """A causal-LM trainer or loop on the two-rank corners (docs/causal-lm.md, Two ranks in a session), in one
+    launch, each corner's verdict a cell of one column; a corner a loop declines says why."""
+    from dataclasses import replace
+
+    from parity.report.model import Column, Options, ScenarioResult, as_json
+    from parity.report.text import format_report
+    from parity.strategies.causal import TWO_RANK_CORNERS
+    from parity.training.causal.drivers.ranks import run_cases_on_ranks
+    from parity.training.causal.verdict import causal_verdict
+    from parity.training.launch.processes import RankFailed
+    from parity.training.launch.session import CAUSAL_DRIVER, causal_subject
+
+    corners = [replace(case, device=device, dtype=case.dtype if args.dtype == "float32" else args.dtype)
+               for case in TWO_RANK_CORNERS]
+    progress(f"ddp: {target.name}: {len(corners)} two-rank corners in one launch")
+    try:
+        [ran] = run_cases_on_ranks(CAUSAL_DRIVER, [causal_subject(target)], corners, timeout_s=args.timeout)
+    except RankFailed as error:
+        print(f"{parser.prog}: {error}", file=sys.stderr)
+        return 1
+    column = Column(target.name, target.expect, True, {})
+    for k, (case, records) in enumerate(zip(corners, ran, strict=True)):
+        row = (f"corner {k + 1}: {case.dtype}, {'own counts' if not case.average_tokens_across_devices else 'counts summed'}"
+               f"{', rank 1 empty' if case.empty_ranks else ''}{', packed' if case.packed else ''}")
+        if isinstance(records, str):
+            column.figures[row] = f"declined: {records}"
+            continue
+        verdict = causal_verdict(case, records)
+        column.figures[row] = "holds" if verdict.holds else f"FAILS: {', '.join(verdict.failure_kinds)}: {verdict.diagnosis}"
+        if not verdict.holds:
+            column.holds = False
+            column.failures[row] = verdict.describe(5)
+            column.diagnosis = column.diagnosis or verdict.diagnosis
+    options = Options(device=device, dtype=args.dtype, under_test=(target.name,))
+    result = ScenarioResult("distributed", "causal-LM training on two ranks, the corners of "
+                            "parity.strategies.causal.TWO_RANK_CORNERS", "docs/budget.md, the window rule")
+    result.columns.append(column)
+    emit(format_report([result]))
+    if args.json:
+        write_atomically(args.json, as_json([result], options))
+        note(f"wrote {args.json} (json)")
+    return 0 if result.as_expected else 1

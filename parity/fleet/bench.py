@@ -53,8 +53,10 @@ def run_bench(
     crash_hunt: bool = False,
     dtype: str | None = None,
     device: str = "cpu",
+    only: list[str] | None = None,
 ) -> dict:
-    """All three measurements as one JSON-ready dict, on ``device``.
+    """All three measurements as one JSON-ready dict, on ``device``; with ``only`` (known-bug target names), the
+    hunts of those alone.
 
     With ``dtype``, only the properties with a dtype axis that has it are hunted and timed, every
     drawn case in that working dtype (``Property.strategies``); the dtype-free dataset benchmark is
@@ -71,9 +73,10 @@ def run_bench(
     progress = progress or (lambda message: None)
     start = time.perf_counter()
     # Built-ins, megatron-core too when installed; entry-point targets only when selected.
-    hunts = hunt_known_bugs(builtin_targets().values(), seeds, hunt_examples, progress, shrink, dtype, device)
+    targets = builtin_targets().values() if only is None else [get_target(name) for name in only]
+    hunts = hunt_known_bugs(targets, seeds, hunt_examples, progress, shrink, dtype, device)
     dataset = None
-    if dtype is None:
+    if dtype is None and only is None:
         progress("dataset benchmark (parity.dataset.bench)")
         dataset = bench_dataset()
     if crash_hunt and dataset and "megatron" in dataset:
@@ -81,7 +84,7 @@ def run_bench(
         dataset["megatron"]["crash"] = megatron_crash_hunt()
     rates = {}
     impl = get_target("impl")
-    for prop in PROPERTIES:
+    for prop in PROPERTIES if only is None else ():
         if prop.applies_to(impl) and (dtype is None or dtype in prop.dtypes):
             progress(f"examples per second: {prop.name}")
             rates[prop.name] = examples_per_second(
@@ -217,7 +220,7 @@ def format_bench(result: dict) -> str:
 def _dataset_lines(dataset: dict | None) -> list[str]:
     """The dataset benchmark's tables (none under ``--dtype``: it has no dtype)."""
     if dataset is None:
-        return ["Dataset benchmark: not run under --dtype (datasets have no working dtype)", ""]
+        return ["Dataset benchmark: not run under --dtype (datasets have no working dtype) or --target", ""]
     serve, index = dataset["serve"], dataset["index_build"]
     return [
         f"Dataset serving, sequence length {serve['sequence_length']}, one torch thread (parity.dataset.bench)",
@@ -284,6 +287,10 @@ def add_bench_arguments(parser: argparse.ArgumentParser) -> None:
         "--dtype", choices=TRAINER_DTYPES,
         help="hunt and time only the properties that draw this working dtype, every case in it (float16: on cuda)",
     )
+    parser.add_argument(
+        "--target", action="append", metavar="NAME", dest="only",
+        help="hunt only this known bug (repeatable), e.g. known-bug:causal-local-mean; nothing else is timed",
+    )
 
 
 def bench_main(parser: argparse.ArgumentParser, args: argparse.Namespace) -> int:
@@ -294,13 +301,16 @@ def bench_main(parser: argparse.ArgumentParser, args: argparse.Namespace) -> int
         device = resolve_device(args.device)
         if args.dtype:
             check_dtype_runs_on(args.dtype, device)
-    except ValueError as error:
+        for name in args.only or ():
+            if not get_target(name).is_known_bug:
+                parser.error(f"--target {name}: not a known bug (expected to pass); see `python -m parity targets`")
+    except (ValueError, LookupError) as error:
         parser.error(str(error))
     make_deterministic(device)
     freeze_heap()  # the hunts run many trainers, each ending in a full gc.collect() (parity.safety.threads)
     result = run_bench(
         args.seeds, lambda message: print(f"[parity] {message} ...", file=sys.stderr, flush=True), crash_hunt=True,
-        dtype=args.dtype, device=device,
+        dtype=args.dtype, device=device, only=args.only,
     )
     print(format_bench(result))
     if args.json:

@@ -213,6 +213,9 @@ def verdict_line(results: list[ScenarioResult]) -> str:
     if not wrong:
         named = list(dict.fromkeys(c.name for r in results for c in r.columns if not c.control and c.expect != "reference"))
         controls = any(c.control for r in results for c in r.columns)
+        if not named:  # no column of the targets under test ran: claim nothing of them
+            return "parity: no column of the targets under test ran" + (
+                "; the controls are as expected" if controls else "")
         if set(named) <= _shipped() and controls:
             return "parity: every impl column holds and every known bug is caught"
         says = ", ".join(f"{name} {'holds' if _expects_pass(results, name) else 'is caught'}" for name in named)

@@ -194,6 +194,16 @@ MOCK_DATA_CASE = DatasetCase(
 
 EXPLICIT_CASES = {"upstream-pr": UPSTREAM_PR_CASE, "mock-data-in-vocab-pad": MOCK_DATA_CASE}
 
+# A sample split into documents by reset_attention_mask, the pad id ordinary data: [0, 2, 2] is two documents
+# (after the EOD), so the causal-LM row fed from it holds two (docs/causal-lm.md, The dataset feeds the run). A
+# nightly search found it: served unpacked, the two documents attended across each other, a false alarm on impl.
+SPLIT_SAMPLE_CASE = DatasetCase(
+    documents=(np.array([5, 1, 0, 2, 2], dtype=np.int64),),
+    config=GPTDatasetConfig(sequence_length=2, vocab_size=7, eod_id=0, pad_id=1, add_extra_token=True,
+                            reset_position_ids=True, reset_attention_mask=True, create_attention_mask=False,
+                            drop_last_partial_validation_sequence=False, random_seed=0),
+)
+
 # megatron-core 0.16.1's index crash, as Hypothesis shrank it: a valid split keeps its partial
 # sample, the extra token is on, and the shuffle puts the empty document last, so the walk that
 # builds the sample index ends at offset 0 - 1 = -1 and megatron's own sanity check rejects it.

@@ -1,8 +1,10 @@
 """Turn a :class:`~parity.table.rows.Property` into a pytest test driven by Hypothesis.
 
 The test takes the session's target (``--parity-target``, default ``impl``) and a device; a target that
-lacks the property's interface skips it. The drawn arguments come from the entry's strategies, its
-explicit examples run first, and a training-sized property takes a fraction of the profile's examples.
+lacks the property's interface skips it at setup (the ``applicable`` fixture), before Hypothesis runs, so a
+skip is one reason in the summary and never a "Failing explicit example". The drawn arguments come from the
+entry's strategies, its explicit examples run first, and a training-sized property takes a fraction of the
+profile's examples. Each example the check holds on is counted for the session's table (parity/suite/outcomes.py).
 """
 
 from __future__ import annotations
@@ -17,6 +19,7 @@ from parity.devices import make_deterministic
 from parity.fleet.kept_failures import remember_failure
 from parity.pytest_plugin import device_params
 from parity.safety.bounds import hang_scope
+from parity.suite.outcomes import count_example
 from parity.table.record import Property
 from parity.table.run_budget import ShrinkBudget, suite_settings
 
@@ -32,14 +35,23 @@ def shrink_budget() -> ShrinkBudget:
     return ShrinkBudget()
 
 
+@pytest.fixture
+def applicable(request: pytest.FixtureRequest, target) -> None:
+    """Skips a property the target cannot run (an interface it lacks, a promise it does not make) before
+    Hypothesis starts: a skip raised inside the Hypothesis test would print each explicit example as failing."""
+    prop = request.function.parity_property
+    if not prop.applies_to(target):
+        pytest.skip(prop.why_not(target))
+
+
 def property_test(prop: Property):
     strategies = prop.strategies()
 
-    fixtures = ("target", "device", "pytestconfig", *(("shrink_budget",) if prop.shrink_runs is not None else ()))
+    # ``request`` (the test item, its config) rather than a fixture of its own: Hypothesis holds function-scoped
+    # fixtures in a test's signature to its health check, and pytest's request is none.
+    fixtures = ("target", "device", "request", *(("shrink_budget",) if prop.shrink_runs is not None else ()))
 
-    def test(target, device, pytestconfig, shrink_budget: ShrinkBudget | None = None, **arguments):
-        if not prop.applies_to(target):
-            pytest.skip(prop.why_not(target))
+    def test(target, device, request, shrink_budget: ShrinkBudget | None = None, **arguments):
         subject = target.load(prop.interface)
         make_deterministic(device)
 
@@ -51,8 +63,9 @@ def property_test(prop: Property):
             notes = run() if shrink_budget is None else shrink_budget.run(sorted(arguments.items()), run, prop.shrink_runs)
         except AssertionError:
             # Hypothesis replays the shrunk example last: what stays is what `python -m parity repro --from-last-run` writes up.
-            remember_failure(pytestconfig, target, prop, arguments)
+            remember_failure(request.config, target, prop, arguments)
             raise
+        count_example(request.node)
         for note in notes:
             warnings.warn(ParityNote(f"{target.name}: {prop.name}: {note}"), stacklevel=1)
 
@@ -67,6 +80,10 @@ def property_test(prop: Property):
     if changed is not None:
         wrapped = changed(wrapped)
     wrapped = pytest.mark.parametrize("device", device_params(prop.devices))(wrapped)
+    wrapped = pytest.mark.usefixtures("applicable")(wrapped)
+    wrapped.parity_property = prop
     if prop.slow:
         wrapped = pytest.mark.slow(wrapped)
+    if prop.xdist_group:
+        wrapped = pytest.mark.xdist_group(prop.xdist_group)(wrapped)
     return wrapped

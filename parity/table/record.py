@@ -55,6 +55,9 @@ class Property:
     #: The report's scenario that runs it (parity/table/scenario.py): ``properties``, or ``validation`` for the
     #: bad input a target must refuse, whose explicit examples are the whole declared space (docs/report.md).
     scenario: str = "properties"
+    #: The pytest-xdist group its suite test runs in: a record whose corners read the session's two-rank launch
+    #: (``parity.training.launch.session.CAUSAL_SESSION``, one per process) joins the tests that read it.
+    xdist_group: str | None = None
 
     @property
     def test_name(self) -> str:
@@ -112,7 +115,7 @@ class Property:
         """Why the property does not apply to ``target`` (the skip reason)."""
         if not target.provides(self.interface):
             return f"target {target.name!r} has no {self.interface} interface"
-        return f"target {target.name!r} is not {self.only_if}: {self.name} does not apply"
+        return f"target {target.name!r} is not {self.only_if}"  # one reason for every such property, grouped once
 
     def hunt(
         self,

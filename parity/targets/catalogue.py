@@ -88,6 +88,10 @@ TRL_TARGETS: tuple[Target, ...] = tuple(
 #: ends in an empty document (docs/dataset.md, Crashes).
 MEGATRON_INDEX_CRASH = "AssertionError at megatron/core/datasets/helpers.py"
 
+#: torchtitan 0.3.0 raises on a window that supervises nothing, after stepping its optimizer with the window rule's
+#: zero gradient: its logged loss is 0/0 (docs/causal-lm.md, The field's own loops).
+TORCHTITAN_NOT_FINITE = "RuntimeError at torchtitan/trainer.py"
+
 #: Built-ins that need megatron-core (the ``megatron`` extra; docs/install.md).
 OPTIONAL_TARGETS: tuple[Target, ...] = (
     Target(
@@ -150,6 +154,45 @@ OPTIONAL_TARGETS: tuple[Target, ...] = (
         loop="parity.training.causal.drivers.megatron_schedule:DEFAULT",
         requires="megatron-core",
         companion="megatron-schedule:per-token",
+    ),
+    # The field's own loops as they ship (docs/causal-lm.md, The field's own loops): each expected verdict is the
+    # one the library's source predicts, cited there by file and line.
+    Target(
+        name="litgpt:fit",
+        description="litgpt's full finetune fit() as shipped on Lightning Fabric (ddp on the CPU, where Lightning "
+        "refuses FSDP): each microbatch's own mean, averaged over the window and the ranks",
+        expect="fail",
+        loop="parity.training.causal.drivers.libraries.litgpt_fit:FIT",
+        requires="litgpt",
+        upstream_defects=(
+            "per-microbatch means averaged over the window (litgpt/finetune/full.py:284-285, "
+            "chunked_cross_entropy's own mean at litgpt/utils.py:351): not the window's sum over its count",
+        ),
+    ),
+    Target(
+        name="torchtune:full-finetune",
+        description="torchtune's full-finetune recipe train() as shipped, FSDP2 through training.shard_model: each "
+        "microbatch's mean after the shift times its count before it, over the window's count before the shift",
+        expect="fail",
+        loop="parity.training.causal.drivers.libraries.torchtune_recipe:FULL_FINETUNE",
+        requires="torchtune",
+        upstream_defects=(
+            "the count taken before the shift (recipes/full_finetune_distributed.py:778-781) against the loss's mean "
+            "after it (802): a row whose first label is supervised weighs its microbatch wrongly",
+            "the logged loss is NaN when a microbatch supervises nothing (CEWithChunkedOutputLoss's 0/0, "
+            "torchtune/modules/loss/ce_chunked_output_loss.py:83, all-reduced into running_loss)",
+            "every gradient is NaN when the window supervises nothing (scale_grads(world_size / 0), "
+            "recipes/full_finetune_distributed.py:829)",
+        ),
+    ),
+    Target(
+        name="torchtitan:train-step",
+        description="torchtitan's Trainer.train_step as shipped, FSDP2 with its own gradient division disabled: the "
+        "window's sum over its count summed over the ranks (max_norm out of reach)",
+        expect="pass",
+        loop="parity.training.causal.drivers.libraries.torchtitan_step:TRAIN_STEP",
+        requires="torchtitan",
+        known_crashes=(TORCHTITAN_NOT_FINITE,),
     ),
 )
 

@@ -14,8 +14,9 @@ IGNORE_INDEX = -100
 class PerTokenLoop:
     """Each microbatch's token-loss sum scaled by ``world / N`` before its backward, ``N`` the window's supervised
     count all-reduced over the ranks before the first forward (DDP and FSDP average the gradients, so the world size
-    undoes that): torchtune's ``world_size / num_tokens``. ``across_ranks=False`` is the twin: each rank divides by
-    its own count and the ranks' gradients are averaged."""
+    undoes that): torchtune's ``world_size / num_tokens``; told ``average_tokens_across_devices=False`` (its
+    ``settings``), each rank its own count, as torchtitan's rule. ``across_ranks=False`` is the twin: each rank divides
+    by its own count whatever it is told, and the ranks' gradients are averaged."""
 
     def __init__(self, shard: bool = False, across_ranks: bool = True):
         self.shard, self.across_ranks = shard, across_ranks
@@ -33,12 +34,14 @@ class PerTokenLoop:
             fully_shard(layer, mesh=mesh)
         return fully_shard(model, mesh=mesh)
 
-    def step(self, model, optimizer, microbatches) -> float:
+    def step(self, model, optimizer, microbatches, *, settings=None) -> float:
+        """``settings`` (parity's ``LoopSettings``) says which count the case asks for; the twin keeps its own."""
         world = dist.get_world_size() if dist.is_initialized() else 1
+        across = self.across_ranks and (settings is None or settings.average_tokens_across_devices)
         count = sum((batch["labels"][:, 1:] != IGNORE_INDEX).sum() for batch in microbatches)
-        if self.across_ranks and world > 1:
+        if across and world > 1:
             dist.all_reduce(count)
-        scale = (world if self.across_ranks else 1) / max(int(count), 1)
+        scale = (world if across else 1) / max(int(count), 1)
         total = torch.zeros((), dtype=torch.float64, device=count.device)
         for batch in microbatches:
             logits = model(input_ids=batch["input_ids"], attention_mask=batch.get("attention_mask"),
@@ -58,3 +61,54 @@ class PerTokenLoop:
 PER_TOKEN = PerTokenLoop()
 SHARDED = PerTokenLoop(shard=True)
 RANK_LOCAL = PerTokenLoop(across_ranks=False)
+
+
+# --- planted twins for the diagnosis (docs/causal-lm.md, Naming the objective): one rank, no process group ---------
+
+
+class WeightedLoop:
+    """One rank's loop: each microbatch's token-loss sum (after the shift, on the labels as served) times
+    ``weight(g, after, before)``, its backward, then one step; ``after``/``before`` are every microbatch's labels
+    != -100 counted after the shift and before it. ``positions=False`` plants a forward that drops the
+    ``position_ids``, so the documents of a packed row attend to each other. The correct twin weighs every
+    microbatch by ``1 / sum(after)``."""
+
+    def __init__(self, weight, positions: bool = True):
+        self.weight, self.positions = weight, positions
+
+    def prepare(self, model: torch.nn.Module) -> torch.nn.Module:
+        return model
+
+    def step(self, model, optimizer, microbatches, *, settings=None) -> float:
+        after = [int((batch["labels"][:, 1:] != IGNORE_INDEX).sum()) for batch in microbatches]
+        before = [int((batch["labels"] != IGNORE_INDEX).sum()) for batch in microbatches]
+        logged = 0.0
+        for g, batch in enumerate(microbatches):
+            logits = model(input_ids=batch["input_ids"], attention_mask=batch.get("attention_mask"),
+                           position_ids=batch.get("position_ids") if self.positions else None, use_cache=False).logits
+            loss = F.cross_entropy(logits[:, :-1].flatten(0, 1).float(), batch["labels"][:, 1:].flatten(),
+                                   ignore_index=IGNORE_INDEX, reduction="sum") * self.weight(g, after, before)
+            loss.backward()
+            logged += float(loss.detach())
+        optimizer.step()
+        optimizer.zero_grad(set_to_none=True)
+        return logged
+
+
+class MicrobatchMeanLoop(WeightedLoop):
+    """Each microbatch's own mean (``reduction="mean"``, NaN where it supervises nothing: 0/0), averaged over the
+    window: transformers before 4.46, written without a guard."""
+
+    def __init__(self):
+        super().__init__(lambda g, after, before: 1 / (len(after) * after[g]) if after[g] else float("nan"))
+
+
+#: The window rule: the window's sum over its count after the shift.
+WINDOW = WeightedLoop(lambda g, after, before: 1 / max(sum(after), 1))
+#: transformers 5.5 to 5.9: the count taken before the shift, on the labels as served.
+BEFORE_SHIFT = WeightedLoop(lambda g, after, before: 1 / max(sum(before), 1))
+#: The window rule, but the forward drops ``position_ids``: a packed row's documents attend across.
+NO_POSITIONS = WeightedLoop(lambda g, after, before: 1 / max(sum(after), 1), positions=False)
+#: torchtune's rule: each microbatch's after-shift mean times its before-shift count, over the window's before-shift count.
+TORCHTUNE_MEAN = WeightedLoop(lambda g, after, before: before[g] / (max(after[g], 1) * max(sum(before), 1)))
+MICROBATCH_MEAN = MicrobatchMeanLoop()

@@ -24,7 +24,7 @@ from parity.training.causal.drivers.ranks import run_on_ranks
 from parity.training.causal.record import CausalCase, CausalRecord, step_windows
 from parity.training.causal.verdict import causal_verdict
 from parity.training.launch.processes import RankFailed
-from tests.causal.conftest import DRIVER, TWO_RANK_CASE, counts
+from tests.causal.conftest import DRIVER, TWO_RANK_CASE, counts, on_corners
 
 IMPL = "impl.causal_trainer:WindowedCausalTrainer"
 PLAIN = "transformers:Trainer"
@@ -86,10 +86,21 @@ def test_the_release_table_names_each_defect_where_it_spans():
 
 def test_a_packed_row_keeps_only_its_first_document_s_first_label():
     row = Row((Document((5, 6, 7), (5, 6, 7)), Document((8, 9), (8, 9))))
-    packed, plain = collate_rows([row], packed=True), collate_rows([row], packed=False)
-    assert packed["labels"].tolist() == [[5, 6, 7, IGNORE_INDEX, 9]] == plain["labels"].tolist()
+    packed = collate_rows([row], packed=True)
+    assert packed["labels"].tolist() == [[5, 6, 7, IGNORE_INDEX, 9]]
     assert packed["position_ids"].tolist() == [[0, 1, 2, 0, 1]] and packed["use_cache"] is False
-    assert "attention_mask" not in packed and plain["attention_mask"].tolist() == [[1] * 5]
+    assert "attention_mask" not in packed
+
+
+def test_a_row_of_several_documents_is_served_apart_in_an_unpacked_case_too():
+    """A GPT sample split at its EODs (reset_attention_mask) is a row of several documents in any case: an
+    attention mask over it would let the second attend to the first (a false alarm a nightly search found)."""
+    split, single = Row((Document((5, 6, 7), (5, 6, 7)), Document((8, 9), (8, 9)))), Row((Document((4, 3), (4, 3)),))
+    plain = collate_rows([split, single], packed=False)
+    assert plain["use_cache"] is False and "attention_mask" not in plain
+    assert plain["labels"].tolist() == [[5, 6, 7, IGNORE_INDEX, 9], [4, 3, IGNORE_INDEX, IGNORE_INDEX, IGNORE_INDEX]]
+    assert plain["position_ids"].tolist() == [[0, 1, 2, 0, 1], [0, 1, 0, 1, 2]]
+    assert collate_rows([single], packed=False)["attention_mask"].tolist() == [[1, 1]]
 
 
 def test_a_causal_trainer_target_must_be_a_trainer_subclass():
@@ -118,6 +129,21 @@ def test_impl_holds_on_two_ranks_one_of_which_supervises_nothing(two_ranks):
     records = two_ranks["impl"]
     assert [counts(record) for record in records] == [[[1, 4]], [[0, 0]]]
     assert_holds(TWO_RANK_CASE, records)
+
+
+@pytest.mark.distributed
+@pytest.mark.xdist_group("distributed")
+@pytest.mark.usefixtures("harness_self_check")
+def test_impl_holds_on_every_two_rank_corner_and_its_unsummed_twin_fails_where_both_ranks_supervise():
+    """The session's one causal launch: impl holds where both ranks supervise, one is empty, each keeps its own
+    count, packed in bfloat16; the planted twin that never sums its count (its world factor kept) holds where one
+    rank is empty and fails wherever both supervise with the count over every rank asked."""
+    for case, records in on_corners("impl").items():
+        assert_holds(case, records)
+    for case, records in on_corners("UNSUMMED").items():
+        verdict = causal_verdict(case, records)
+        both = case.average_tokens_across_devices and not case.empty_ranks
+        assert verdict.holds != both, (case, verdict.describe(3))
 
 
 # --- the long run -----------------------------------------------------------------------------------------------

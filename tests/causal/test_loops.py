@@ -16,11 +16,11 @@ import pytest
 
 from parity.contracts import TargetContractError, preflight
 from parity.targets import Target
-from parity.training.causal.drivers.loop import LoopContractError, run_loop
+from parity.training.causal.drivers.loop import LoopContractError, loop_declines, run_loop
 from parity.training.causal.record import CausalCase
 from parity.training.causal.verdict import causal_verdict
 from parity.training.launch.processes import launch
-from tests.causal.conftest import LOOPS, TWO_RANK_CASE, megatron_targets
+from tests.causal.conftest import LOOPS, TWO_RANK_CASE, megatron_targets, on_corners
 
 pytestmark = [pytest.mark.distributed, pytest.mark.xdist_group("distributed")]
 
@@ -51,9 +51,9 @@ def assert_named(verdict: dict, words: str) -> None:
     assert verdict["kinds"] == ["normalisation"] and words in verdict["diagnosis"], verdict
 
 
-def judged(records) -> dict:
+def judged(records, case: CausalCase = TWO_RANK_CASE) -> dict:
     """A verdict as rank 0 of a loop launch prints it."""
-    verdict = causal_verdict(TWO_RANK_CASE, records)
+    verdict = causal_verdict(case, records)
     return {"holds": verdict.holds, "kinds": verdict.failure_kinds, "diagnosis": verdict.diagnosis or ""}
 
 
@@ -73,6 +73,47 @@ def test_megatron_s_schedule_holds_with_per_token_loss_and_is_named_without(loop
     assert_named(loops_on_two_ranks["megatron-schedule"], PER_MICROBATCH)
     assert_holds(loops_on_two_ranks["megatron-schedule:per-token"])
     assert PATCHED in loops_on_two_ranks["megatron-schedule"]["diagnosis"], "the CPU patches are said"
+
+
+@pytest.mark.usefixtures("harness_self_check")
+def test_on_every_two_rank_corner_the_per_token_loop_holds_and_its_twin_is_rank_local():
+    """Both ranks supervising in unequal numbers, one empty, each rank its own count (told through ``settings``),
+    packed in bfloat16: the loop holds on each; the twin is named rank-local wherever the count over every rank was
+    asked, and holds where the case asks each rank's own."""
+    for case, records in on_corners("PER_TOKEN").items():
+        assert_holds({**judged(records, case), "case": case})
+    for case, records in on_corners("RANK_LOCAL").items():
+        verdict = judged(records, case)
+        if case.average_tokens_across_devices:
+            words = RANK_LOCAL if not case.empty_ranks else ""  # one rank empty: divided twice, equally
+            assert not verdict["holds"] and "normalisation" in verdict["kinds"] and words in verdict["diagnosis"], case
+        else:
+            assert_holds({**verdict, "case": case})
+
+
+class _TwoRanksToldNothing:
+    """A loop written before it could be told a setting: it follows the count over every rank."""
+
+    def prepare(self, model):
+        return model
+
+    def step(self, model, optimizer, microbatches) -> float:
+        return 0.0
+
+
+class _OneDtype(_TwoRanksToldNothing):
+    supports = {"dtype": ("float32",)}
+
+    def step(self, model, optimizer, microbatches, *, settings) -> float:
+        return 0.0
+
+
+def test_a_loop_is_judged_only_on_the_settings_it_follows():
+    own = CausalCase(world_size=2, average_tokens_across_devices=False)
+    assert "take no settings is never told it; the case asks False" in loop_declines(_TwoRanksToldNothing(), own)
+    assert loop_declines(_TwoRanksToldNothing(), CausalCase(average_tokens_across_devices=False)) is None  # one rank
+    assert loop_declines(_OneDtype(), own) is None  # told: it follows both counts
+    assert "dtype in ('float32',) only, as its supports declares" in loop_declines(_OneDtype(), CausalCase(dtype="bfloat16"))
 
 
 class _NeverSteps:

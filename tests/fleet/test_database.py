@@ -191,7 +191,17 @@ def _run(db: ExampleDatabase, fails: bool) -> None:
              deadline=None)(given(st.integers(0, 100))(_a_property))()  # keyed by _a_property, run after run
 
 
-def test_a_pickle_planted_in_the_shared_database_or_its_artifact_is_only_ever_choice_bytes(tmp_path):
+@pytest.fixture
+def unseeded(monkeypatch):
+    """The run's ``--hypothesis-seed`` set aside while the test runs Hypothesis itself: a forced seed switches the
+    example database off (neither saved to nor read from), and this test is about what the database holds. Its own
+    runs state the rest (database, derandomize, examples) in ``_run``."""
+    import hypothesis.core
+
+    monkeypatch.setattr(hypothesis.core, "global_force_seed", None)
+
+
+def test_a_pickle_planted_in_the_shared_database_or_its_artifact_is_only_ever_choice_bytes(tmp_path, unseeded):
     """Hypothesis keeps a counterexample as the bytes of its choice sequence and replays it through the property's own
     strategies: a pickle planted in a shared directory, or in the GitHub artifact made of one, is fetched as bytes that
     parse as no choices, and runs nothing; a member named out of the artifact's folder is read in memory, never written."""

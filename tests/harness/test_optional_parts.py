@@ -9,7 +9,9 @@ fails here, in the default run of a full install, before it can fail the default
   package is a collection error no marker can skip;
 * redis-server: a test that takes the ``redis_url`` fixture (the marker on the test, its class or module);
 * chromium: naming the browser; hypofuzz: importing it or running ``python -m parity fuzz``;
-* trl: importing ``trl`` or the harness's TRL driver (``parity.training.causal.drivers.trl_sft``).
+* trl: importing ``trl`` or the harness's TRL driver (``parity.training.causal.drivers.trl_sft``);
+* litgpt, torchtune, torchtitan: importing the library or its loop (``parity.training.causal.drivers.libraries``),
+  or selecting its target by name.
 """
 
 from __future__ import annotations
@@ -27,6 +29,10 @@ MEGATRON_MODULES = ("megatron", "parity.dataset.megatron", "parity.dataset.megat
                     "parity.training.causal.drivers.megatron_schedule")  # fmt: skip
 MEGATRON_TARGETS = ("megatron-core", "megatron-schedule")
 TRL_MODULES = ("trl", "parity.training.causal.drivers.trl_sft")
+#: part -> the modules that need it; each part's targets are named ``PART:...`` (parity/targets/catalogue.py).
+LIBRARY_MODULES = {"litgpt": ("litgpt", "lightning", "parity.training.causal.drivers.libraries.litgpt_fit"),
+                   "torchtune": ("torchtune", "parity.training.causal.drivers.libraries.torchtune_recipe"),
+                   "torchtitan": ("torchtitan", "parity.training.causal.drivers.libraries.torchtitan_step")}
 
 
 def harness_test_modules() -> list[Path]:
@@ -95,6 +101,13 @@ def needed_parts(path: Path) -> dict[str, str]:
             missing.setdefault("hypofuzz", f"runs python -m parity fuzz (line {node.lineno})")
         if any(m == t or m.startswith(t + ".") for m in _imported(node) for t in TRL_MODULES) and "trl" not in declared:
             missing.setdefault("trl", f"imports {_imported(node)[0]} (line {node.lineno})")
+        for part, modules in LIBRARY_MODULES.items():
+            if part in declared:
+                continue
+            if any(m == t or m.startswith(t + ".") for m in _imported(node) for t in modules):
+                missing.setdefault(part, f"imports {_imported(node)[0]} (line {node.lineno})")
+            if any(s.startswith(f"{part}:") or f"--target={part}:" in s for s in _strings(node)):
+                missing.setdefault(part, f"selects a {part} target (line {node.lineno})")
     if any("chromium" in s for s in _strings(tree)) and "chromium" not in declared:
         missing["chromium"] = "names the browser"
     return missing
@@ -153,4 +166,4 @@ def test_a_part_no_row_names_is_a_usage_error_before_any_test(pytester):
     pytester.makepyfile("import pytest\n\n@pytest.mark.needs('megatron')\ndef test_a():\n    pass\n")
     result = pytester.runpytest_inprocess("-p", "tests.optional_parts", "-p", "no:cacheprovider")
     assert result.ret == pytest.ExitCode.USAGE_ERROR
-    result.stderr.fnmatch_lines(["*needs(megatron): known parts: megatron-core, redis-server, chromium, hypofuzz, trl"])
+    result.stderr.fnmatch_lines(["*needs(megatron): known parts: megatron-core, redis-server, chromium, hypofuzz, trl, litgpt, torchtune, torchtitan"])

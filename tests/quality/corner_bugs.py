@@ -8,17 +8,22 @@ run that draws that class catches it:
   mixes rows with and without an answer, padded and not;
 * ``HalfPrecisionCountLogitsTrainer`` and ``HALF_PRECISION_COUNT_LOSS``: the window's masked count kept in
   float16, as an autocast would cast it: exact up to 2048, so only a window that masks more shows it;
+* ``UnsummedCountCausalTrainer``: impl's causal-LM trainer counting each rank's window alone, never summed over the
+  ranks, while its world factor stays: two ranks that both supervise, in unequal numbers (with one rank empty the
+  factor and the missing count cancel);
 * ``stream_end_dataset``: impl's dataset calling a sample that ends one token short of the stream's end
   complete: only that end, with the extra token and an out-of-vocabulary pad, shows it.
 """
 
 from __future__ import annotations
 
+import itertools
 from dataclasses import replace
 
 import torch
 import torch.distributed as dist
 
+from impl.causal_trainer import WindowedCausalTrainer, next_token_targets
 from impl.diffusion_loss import WindowedDiffusionLoss
 from impl.gpt_dataset import GPTDataset
 from impl.logits_trainer import IGNORE_INDEX, LogitsDiffusionTrainer
@@ -86,3 +91,14 @@ def stream_end_dataset(documents, config):
     from parity.dataset.impl import impl_config
 
     return StreamEndGPTDataset(documents, impl_config(config))
+
+
+class UnsummedCountCausalTrainer(WindowedCausalTrainer):
+    """impl's causal-LM trainer whose window count is never summed over the ranks; each microbatch still returns
+    ``S_g * world / N``, the world factor applied without the gathered count."""
+
+    def get_batch_samples(self, epoch_iterator, num_batches, device):
+        batches = list(itertools.islice(epoch_iterator, num_batches))
+        if not batches:
+            return batches, None
+        return batches, sum(next_token_targets(b["labels"]).ne(-100).sum() for b in batches).to(device)

@@ -16,6 +16,7 @@ import torch
 
 from impl.diffusion_loss import WindowedDiffusionLoss
 from parity.compare import ParityFailure
+from parity.strategies.causal import TWO_RANK_CORNERS
 from parity.strategies.dataset_corners import realized_switches
 from parity.strategies.diffusion import LARGE_COUNT_WINDOW, ROW_MIX_WINDOW
 from parity.strategies.training import LARGE_COUNT_RUN, ROW_MIX_RUN
@@ -23,8 +24,9 @@ from parity.table.checks.dataset import check_matches_oracle
 from parity.table.checks.diffusion import check_window_parity
 from parity.table.checks.training import check_training_run
 from parity.table.rows import PROPERTIES
-from parity.targets import get_target
+from parity.targets import Target, get_target
 from parity.training.diffusion.drivers.trainer_run import training_examples
+from parity.training.launch.session import machine_misfit
 from tests.quality.corner_bugs import (
     HALF_PRECISION_COUNT_LOSS,
     HalfPrecisionCountLogitsTrainer,
@@ -101,3 +103,20 @@ class _DoubledCountLoss(WindowedDiffusionLoss):
 
 def test_a_correct_loss_keeping_another_scalar_count_is_no_finding():
     check_window_parity(_DoubledCountLoss(), LARGE_COUNT_WINDOW)
+
+
+@pytest.mark.distributed
+@pytest.mark.xdist_group("distributed")  # its two-rank corner reads the launch tests/causal reads
+def test_a_causal_count_never_summed_over_the_ranks_fails_the_default_run():
+    """impl's causal-LM trainer counting each rank's window alone, its world factor kept, holds on one rank and where
+    one rank is empty; the property's corner where both ranks supervise in unequal numbers fails it."""
+    (prop,) = [prop for prop in PROPERTIES if prop.name == "causal/trainer-follows-the-window"]
+    target = Target(name="planted:unsummed-count", description="", expect="fail",
+                    causal_trainer="tests.quality.corner_bugs:UnsummedCountCausalTrainer")
+    if machine_misfit():
+        pytest.skip(machine_misfit())
+    found = prop.hunt(target.load("causal_trainer"), max_examples=1, shrink=False, target=target, drawn=False)
+    both = TWO_RANK_CORNERS[0]
+    assert found.found and found.failing_args == ({"case": both},), found.as_report()
+    assert found.examples_to_failure == explicit(prop.name).index(both) + 1  # every corner before it held
+    assert found.message.startswith("normalisation"), found.message  # naming it: parity.training.causal.objectives

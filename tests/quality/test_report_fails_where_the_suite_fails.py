@@ -72,9 +72,11 @@ PLANTS: dict[str, Plant] = {
     **_bugs("corner_bugs", "trainer", "properties", "training/any-run-matches", "PerMicrobatchEosLogitsTrainer",
             "HalfPrecisionCountLogitsTrainer"),
     **_bugs("corner_bugs", "trainer", "distributed", None, "RankLocalScaledLogitsTrainer"),
+    **_bugs("corner_bugs", "causal_trainer", "causal-lm", "causal/trainer-follows-the-window", "UnsummedCountCausalTrainer"),
 }
 #: Caught only after many whole runs or windows (the last corners of their record): tied in the long run.
-LATE = ("HALF_PRECISION_COUNT_LOSS", "PerMicrobatchEosLogitsTrainer", "HalfPrecisionCountLogitsTrainer")
+LATE = ("HALF_PRECISION_COUNT_LOSS", "PerMicrobatchEosLogitsTrainer", "HalfPrecisionCountLogitsTrainer",
+        "UnsummedCountCausalTrainer")  # the last: caught on the two-rank corners, after every one-rank corner
 
 
 def tie(name: str) -> None:

@@ -11,6 +11,7 @@ import sys
 import types
 
 import pytest
+from hypothesis import settings
 from hypothesis import strategies as st
 
 import parity.table.rows as table
@@ -74,11 +75,15 @@ def test_the_entry_becomes_a_pytest_test_of_the_suite(with_throwaway, tmp_path):
     assert test.__doc__ == "Doubling gives an even number."
     cache = types.SimpleNamespace(mkdir=lambda name: tmp_path / name)  # the run's cache folder, as pytest's cache plugin gives it
     config = types.SimpleNamespace(cache=cache)
+    # pytest's request as the test sees it: the run's config, the item whose examples are counted (parity/suite/outcomes.py)
+    request = types.SimpleNamespace(config=config, node=types.SimpleNamespace(stash={}))
     with pytest.warns(ParityNote, match="throwaway:good: harness/throwaway-doubling-is-even: .* is a multiple of seven"):
-        test(target=GOOD, device="cpu", pytestconfig=config)  # notes are warnings beside a passing test
+        test(target=GOOD, device="cpu", request=request)  # notes are warnings beside a passing test
     assert not (tmp_path / "parity-failures").exists()
+    (held,) = request.node.stash.values()  # the examples held, counted for the run's table (parity/suite/outcomes.py)
+    assert 1 + 1 <= held <= 1 + settings.default.max_examples  # the explicit example and the profile's draws
     with pytest.raises(ParityFailure, match="is odd") as failure:
-        test(target=BUG, device="cpu", pytestconfig=config)
+        test(target=BUG, device="cpu", request=request)
     assert failure.value.verdict.failure_kinds == ["mismatch"]  # the record's kind names a plain assertion
     (kept,) = (tmp_path / "parity-failures").rglob("*.json")  # the failing example, as data, for python -m parity repro
     assert kept.parent.name == "throwaway_bug"

@@ -55,12 +55,13 @@ def test_a_search_that_never_fails_spends_nothing():
 
 
 def test_every_training_property_of_the_suite_takes_a_budget():
-    """The window properties (several optimizer steps an example) and the whole-run one are bounded; the
-    suite's test of each asks for a fresh budget (a pytest fixture: one per test item, one per search). A trainer's
-    bad input is refused before any training: nothing to shrink but which declared name."""
+    """The window properties (several optimizer steps an example) and the whole-run ones (a diffusion trainer, a
+    causal-LM trainer or loop) are bounded; the suite's test of each asks for a fresh budget (a pytest fixture: one
+    per test item, one per search). A trainer's bad input is refused before any training: nothing to shrink but which
+    declared name."""
     bounded = {prop.name for prop in PROPERTIES if prop.shrink_runs is not None}
     training = {prop.name for prop in PROPERTIES if prop.scenario != "validation"
-                and (prop.interface == "trainer" or prop.name.startswith("diffusion/"))}
+                and (prop.interface in ("trainer", "causal_trainer", "loop") or prop.name.startswith("diffusion/"))}
     assert bounded == training
     for prop in PROPERTIES:
         fixtures = inspect.signature(property_test(prop)).parameters

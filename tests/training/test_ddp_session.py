@@ -113,7 +113,7 @@ def their_ci(site: Path, *selection: str) -> subprocess.CompletedProcess:
     ``selection`` (``--target NAME``, or the ini option a project would set)."""
     environment = {key: value for key, value in os.environ.items() if not key.startswith("PYTEST_")}
     environment["PYTHONPATH"] = str(site)
-    return subprocess.run([sys.executable, "-m", "pytest", "-v", "-rfs", "-p", "no:cacheprovider",
+    return subprocess.run([sys.executable, "-m", "pytest", "-vv", "-rfs", "-p", "no:cacheprovider",  # past addopts' -q
                            "tests/training/test_ddp.py", *selection],
                           cwd=REPOSITORY, env=environment, capture_output=True, text=True, timeout=600)
 

@@ -19,34 +19,46 @@ from parity.compare import assert_verdict
 from parity.table.checks.dataset import make, serve, serve_plan, served
 from parity.training.causal.drivers.causal_trainer import run_causal_trainer
 from parity.training.causal.drivers.hf_trainer import run_hf_trainer
+from parity.training.causal.drivers.loop import loop_declines
 from parity.training.causal.drivers.ranks import run_on_ranks
 from parity.training.causal.gpt_rows import UnsupportedSampleConfig, sample_row
 from parity.training.causal.verdict import causal_verdict
+from parity.training.launch.session import CAUSAL_SESSION, NotOnTwoRanks
 
 #: The drivers a launch of ranks runs (``parity.training.causal.drivers.ranks``).
 DRIVER = "parity.training.causal.drivers.causal_trainer:run_causal_trainer"
 
 
-def _records(trainer, case: CausalCase, target: str | None):
-    if case.world_size == 1:
-        return [run_causal_trainer(trainer, case)]  # a Trainer subclass, or TRL's SFTTrainer in a mode
-    if target is None:
-        reject()  # a trainer the launch cannot name runs on one rank only
-    return run_on_ranks(DRIVER, [target], case)[0]
+def _on_two_ranks(path: str | None, case: CausalCase):
+    """Every rank's record from the session's one two-rank launch; a case it holds none for is declined."""
+    if path is None:
+        reject()  # a subject the launch cannot name
+    try:
+        return CAUSAL_SESSION.records(path, case)
+    except NotOnTwoRanks:
+        reject()  # why is the launch's: the machine, a loop's supports (docs/causal-lm.md, Two ranks in a session)
 
 
 def check_causal_trainer(trainer, case: CausalCase, target=None) -> None:
     """Every rank's steps follow the window rule (docs/causal-lm.md, The window rule)."""
-    records = _records(trainer, case, getattr(target, "causal_trainer", None))
+    if case.world_size == 1:
+        records = [run_causal_trainer(trainer, case)]  # a Trainer subclass, or TRL's SFTTrainer in a mode
+    else:
+        records = _on_two_ranks(getattr(target, "causal_trainer", None), case)
     assert_verdict(causal_verdict(case, records))
 
 
 def check_causal_loop(loop, case: CausalCase, target=None) -> None:
     """A loop of the user's follows the window rule, on the ranks its case names, each a process of a launch (a loop
-    prepares its model for a process group: DDP, ``fully_shard``, megatron's parallel state)."""
-    if target is None or target.loop is None:
-        reject()  # a loop the launch cannot name
-    assert_verdict(causal_verdict(case, run_on_ranks(DRIVER, [target.loop], case)[0]))
+    prepares its model for a process group: DDP, ``fully_shard``, megatron's parallel state), on the rule the case
+    asks where the loop follows it (its ``supports``; else the case is declined)."""
+    if target is None or target.loop is None or loop_declines(loop, case):
+        reject()  # a loop the launch cannot name, or a setting it does not follow
+    if case.world_size == 1:
+        [records] = run_on_ranks(DRIVER, [target.loop], case)
+    else:
+        records = _on_two_ranks(target.loop, case)
+    assert_verdict(causal_verdict(case, records))
 
 
 def _rows(dataset, oracle: OracleGPTDataset, case: DatasetCase, causal: CausalCase):

@@ -7,7 +7,11 @@ rank's, the window's over every rank, counted after the shift or before it, the 
 harness replays, in float64 on the run's own weights before each step, every row's ``S_row`` and its gradient
 once, and holds rank 0's logged loss and gradients to each objective's combination, within the significance
 margin (``parity.training.step_compare.SIGNIFICANT`` budgets: a correct formula's float path may exceed
-one budget, a wrong one lies orders of magnitude away). The first that explains every step is named.
+one budget, a wrong one lies orders of magnitude away). The first that explains every step is named. A step whose
+loss or gradients are not finite is named by the microbatch (or row) that supervises nothing, its own mean 0/0, and
+the objective is named on the steps before it. Where none explains the run, the terms are read
+(:mod:`parity.training.causal.objective_terms`): the same rows with their documents joined (a forward that lets them
+attend to each other), then the weight each microbatch, or else each row, carries, fitted to the gradients.
 """
 
 from __future__ import annotations
@@ -20,6 +24,14 @@ import torch
 from oracle.causal_lm import IGNORE_INDEX, Row, document_sum, tiny_causal_lm, window_loss
 from parity.budget import Comparison
 from parity.devices import torch_dtype
+from parity.training.causal.objective_terms import (
+    departing_words,
+    divided_by_nothing,
+    finite_step,
+    fit_weights,
+    joined_sum,
+    served_labels,
+)
 from parity.training.causal.record import CausalCase, CausalRecord, step_windows
 from parity.training.step_compare import SIGNIFICANT, step_budgets
 
@@ -29,13 +41,13 @@ class Place:
     """What a row's coefficient may depend on."""
 
     row: int  # the row's supervised positions after the shift
-    row_before: int  # ... before the shift (labels != -100, the first label included)
+    row_before: int  # ... before the shift (labels != -100 as served, the first label included)
     rows: int  # of its microbatch
     microbatch: int  # the microbatch's supervised positions after the shift
     window: int  # microbatches of the rank's window (the accumulation steps)
     rank: int  # the rank's window's supervised positions after the shift
     all: int  # every rank's
-    all_before: int  # every rank's, before the shift
+    all_before: int  # every rank's, before the shift, on the labels as served
     world: int
 
 
@@ -67,7 +79,8 @@ def alternatives(case: CausalCase, world: int) -> list[CausalObjective]:
         CausalObjective("per-row means", "each row's own mean, the rows and the microbatches averaged",
                         lambda p: 1 / (p.world * p.window * p.rows * max(p.row, 1))),
         CausalObjective("counted before the shift", "the window's sum / the labels != -100 counted before the shift "
-                        "(the first label of each row counted, though nothing predicts it)",
+                        "on the labels as served (the first label of each row counted, though nothing predicts it; a "
+                        "packed row's later documents served theirs as -100): transformers 5.5 to 5.9",
                         lambda p: right(p) * max(p.all, 1) / max(p.all_before, 1)),
         CausalObjective("divided twice", "the window's count, then divided again by the accumulation steps",
                         lambda p: right(p) / p.window),
@@ -82,7 +95,8 @@ def alternatives(case: CausalCase, world: int) -> list[CausalObjective]:
 
 
 def _before(row: Row) -> int:
-    return sum(label != IGNORE_INDEX for document in row.documents for label in document.labels)
+    """The row's labels != -100 as a collator serves them (a later document's first label is -100 there)."""
+    return sum(label != IGNORE_INDEX for label in served_labels(row))
 
 
 def _places(ranks: Sequence[Sequence[Sequence[Row]]]) -> list[Place]:
@@ -111,29 +125,37 @@ class _Step:
     grads: list[dict[str, torch.Tensor]]
     own_error: dict[str, float] = field(default_factory=dict)
 
-    def combine(self, objective: CausalObjective) -> tuple[float, dict[str, torch.Tensor]]:
-        weights = [objective.coefficient(place) for place in self.places]
+    def combine(self, objective: CausalObjective | Sequence[float]) -> tuple[float, dict[str, torch.Tensor]]:
+        """The loss and gradients of ``objective`` (or of one weight per row) on this step's rows."""
+        weights = ([objective.coefficient(place) for place in self.places] if isinstance(objective, CausalObjective)
+                   else list(objective))
         loss = sum(w * s for w, s in zip(weights, self.sums, strict=True))
         return loss, {n: sum(w * g[n] for w, g in zip(weights, self.grads, strict=True)) for n in self.grads[0]}
 
 
-def _replayed(case: CausalCase, records: Sequence[CausalRecord]) -> list[_Step]:
+def _replayed(case: CausalCase, records: Sequence[CausalRecord], joined: bool = False, until: int | None = None) -> list[_Step]:
+    """The steps before ``until`` (every one by default) replayed; ``joined``: each row's documents joined, attending
+    to each other (:func:`parity.training.causal.objective_terms.joined_sum`)."""
     model = tiny_causal_lm(case.model_seed, torch_dtype(case.dtype)).to("cpu", torch.float64)
     starts = [dict(model.named_parameters()), *(s.params for s in records[0].steps[:-1])]
     steps = []
-    for ranks, weights in zip(step_windows(records), starts, strict=True):
+    for ranks, weights in list(zip(step_windows(records), starts, strict=True))[:until]:
         with torch.no_grad():
             for name, parameter in model.named_parameters():
                 parameter.copy_(weights[name].to(torch.float64))
         sums, grads = [], []
         for row in (row for microbatches in ranks for microbatch in microbatches for row in microbatch):
             model.zero_grad(set_to_none=True)
-            total = sum(document_sum(model, document) for document in row.documents)
+            total = joined_sum(model, row) if joined else sum(document_sum(model, document) for document in row.documents)
             total.backward()
             sums.append(total.item())
             grads.append({n: _grad(p).detach().clone() for n, p in model.named_parameters()})
         step = _Step(_places(ranks), sums, grads)
         model.zero_grad(set_to_none=True)
+        if joined:  # the window rule as the joined rows give it: its own error is the rows' sum against itself
+            step.own_error = {}
+            steps.append(step)
+            continue
         window_loss(model, ranks, rank_local=not case.average_tokens_across_devices).backward()
         _, combined = step.combine(published(case))
         step.own_error = {n: float((_grad(p) - combined[n]).abs().max()) for n, p in model.named_parameters()}
@@ -166,25 +188,92 @@ def _miss(logged, step: _Step, objective: CausalObjective, budgets: dict, k: int
 
 def name_causal_objective(case: CausalCase, records: Sequence[CausalRecord], comparisons: Sequence[Comparison]) -> str | None:
     """The sentence naming the normalisation the run follows when it is a known wrong one, with the margin by which the
-    window rule misses it; "matches none of the known normalisations" when none does; None when the window rule
-    explains the run (the failure lies in the update)."""
-    steps = _replayed(case, records)
-    budgets = step_budgets(comparisons)
+    window rule misses it; a NaN from a microbatch (or row) that supervises nothing named as such, beside the
+    objective of the steps before it; a forward that joins a row's documents named as the forward's fault; else the
+    weights that depart, term by term. None when the window rule explains the run (the failure lies in the update),
+    or when a step is not finite for another reason (the measured diagnosis says which tensor)."""
     logged = records[0].steps
-
-    def misses(objective: CausalObjective) -> float:
-        return max(_miss(logged[k], step, objective, budgets, k) for k, step in enumerate(steps))
-
+    usable = next((k for k, step in enumerate(logged) if not finite_step(step)), len(logged))
+    nan = None
+    if usable < len(logged):
+        empty = divided_by_nothing(step_windows(records)[usable])
+        if empty is None:
+            return None
+        nan = f"step {usable}: {empty}"
     right = published(case)
+    if nan and not usable:
+        own = "row" if empty.startswith("a row") else "microbatch"
+        return (f"{nan}; the run divides each {own} by its own count (a per-{own} mean), where the window rule is "
+                f"{right.words} (docs/causal-lm.md, Naming the objective)")
+    steps = _replayed(case, records, until=usable)
+    budgets = step_budgets(comparisons)
+
+    def misses(objective, replayed=steps) -> float:
+        return max(_miss(logged[k], step, objective, budgets, k) for k, step in enumerate(replayed))
+
+    before = f"{nan}; on the steps before it, " if nan else ""
     missed = misses(right)
     if missed <= SIGNIFICANT:
-        return None
+        return f"{before}the run follows the window rule" if nan else None
     known = alternatives(case, len(records))
     named = [objective for objective in known if misses(objective) <= SIGNIFICANT]
-    if not named:
-        return (f"matches none of the known normalisations ({', '.join(o.name for o in known)}); the window rule misses "
-                f"the run by {missed:.1e} x its budget")
-    also = "".join(f" (on this run, equally: {o.words})" for o in named[1:])
-    return (f"this run computes {named[0].words}{also}: it matches the logged losses and gradients of every step within "
-            f"{SIGNIFICANT:g} x their budgets, where the window rule misses them by {missed:.1e} x; the window rule is "
-            f"{right.words} (docs/causal-lm.md, Naming the objective)")
+    if named:
+        also = "".join(f" (on this run, equally: {o.words})" for o in named[1:])
+        return (f"{before}this run computes {named[0].words}{also}: it matches the logged losses and gradients of every "
+                f"step within {SIGNIFICANT:g} x their budgets, where the window rule misses them by {missed:.1e} x; the "
+                f"window rule is {right.words} (docs/causal-lm.md, Naming the objective)")
+    none = (f"{before}matches none of the known normalisations ({', '.join(o.name for o in known)}); the window rule "
+            f"misses the run by {missed:.1e} x its budget")
+    if any(len(row.documents) > 1 for ranks in step_windows(records)[:usable] for microbatches in ranks
+           for microbatch in microbatches for row in microbatch):
+        joined = _replayed(case, records, joined=True, until=usable)
+        for objective in (right, *known):
+            if misses(objective, joined) <= SIGNIFICANT:
+                count = "" if objective is right else f", and it computes {objective.words}"
+                return (f"{before}the forward lets the documents of a packed row attend to each other (position_ids "
+                        f"dropped or not used to keep them apart): with each row's documents joined the run follows "
+                        f"the window rule's count{count}, within {SIGNIFICANT:g} x its budgets, where with them apart "
+                        f"the window rule misses it by {missed:.1e} x; the same rows unpacked, one document a row, "
+                        "leave the forward nothing to join (docs/causal-lm.md, Naming the objective)")
+    return f"{none}; {_by_terms(case, steps, logged, budgets, records)}"
+
+
+def _by_terms(case: CausalCase, steps: Sequence[_Step], logged, budgets, records) -> str:
+    """The weight each microbatch carries in the run's gradients, fitted and held beside the window rule's; each row's
+    where no weighting of the microbatches explains the run (docs/causal-lm.md, Naming the objective)."""
+    right = published(case)
+    ranked = len(records) > 1
+    for grain in ("microbatch", "row"):
+        departures, explained = [], True
+        for k, step in enumerate(steps):
+            groups, where = [], []
+            i = 0
+            for r, microbatches in enumerate(step_windows(records)[k]):
+                for g, microbatch in enumerate(microbatches):
+                    rows = list(range(i, i + len(microbatch)))
+                    i += len(microbatch)
+                    on = f"{f'rank {r} ' if ranked else ''}microbatch {g}"
+                    after = sum(row.supervised for row in microbatch)
+                    counted = sum(_before(row) for row in microbatch)
+                    if grain == "microbatch":
+                        groups.append(rows)
+                        where.append(f"step {k} {on} ({after} supervised after the shift, {counted} before)")
+                    else:
+                        groups += [[j] for j in rows]
+                        where += [f"step {k} {on} row {j - rows[0]} ({step.places[j].row} supervised after the shift, "
+                                  f"{step.places[j].row_before} before)" for j in rows]
+            fitted = fit_weights(step.grads, groups, logged[k].grads)
+            weights = [0.0] * len(step.places)
+            for group, weight in zip(groups, fitted, strict=True):
+                for j in group:
+                    weights[j] = right.coefficient(step.places[j]) if weight is None else weight
+            explained = explained and _miss(logged[k], step, weights, budgets, k) <= SIGNIFICANT
+            departures += [(said, weight, right.coefficient(step.places[group[0]]))
+                           for said, group, weight in zip(where, groups, fitted, strict=True) if weight is not None]
+        words = departing_words(departures)
+        if explained and words:
+            return (f"term by term, one weight per {grain} explains the run within {SIGNIFICANT:g} x its budgets: {words} "
+                    "(docs/causal-lm.md, Naming the objective)")
+    return ("term by term, no weight per microbatch or per row explains the run's gradients: the run computes something "
+            "other than a weighted sum of its rows' losses (a different forward, a different loss; docs/causal-lm.md, "
+            "Naming the objective)")

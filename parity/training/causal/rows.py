@@ -1,6 +1,7 @@
 """The rows a causal-LM case trains on, drawn from its ``data_seed`` (docs/causal-lm.md, The rows).
 
-Every rank gets ``steps`` windows of ``window_size`` microbatches of ``rows_per_microbatch`` rows. A row is a
+Every rank gets ``steps`` windows of ``window_size`` microbatches of ``rows_per_microbatch`` rows (the last
+``last_window`` microbatches where the case says so: the end of an epoch). A row is a
 prompt (labels -100) and an answer (labels = ids), of a drawn length; about one row in five is prompt only,
 so a microbatch, a window or a rank may supervise nothing (``empty_ranks``: a rank that surely does); a
 packed row holds two such documents side by side. Plain lists: each driver turns them into its own batches (padding, position ids, its collator).
@@ -38,4 +39,4 @@ def case_rows(case: CausalCase) -> list[list[list[list[Row]]]]:
     """``rows[r][k][g]``: the rows of microbatch ``g`` of window ``k`` on rank ``r``."""
     generator = torch.Generator().manual_seed(case.data_seed)
     return [[[[_row(generator, case, rank in case.empty_ranks) for _ in range(case.rows_per_microbatch)]
-              for _ in range(case.window_size)] for _ in range(case.steps)] for rank in range(case.world_size)]
+              for _ in range(size)] for size in case.window_sizes()] for rank in range(case.world_size)]

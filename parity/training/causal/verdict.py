@@ -19,6 +19,7 @@ from oracle.causal_lm import tiny_causal_lm, window_step
 from parity.budget import along_trajectory, before_each
 from parity.compare import Verdict, judge
 from parity.devices import torch_dtype
+from parity.training.causal.objective_terms import finite_step
 from parity.training.causal.objectives import name_causal_objective
 from parity.training.causal.record import CausalCase, CausalRecord, step_windows
 from parity.training.step_compare import compare_steps
@@ -60,7 +61,8 @@ def causal_verdict(case: CausalCase, records: Sequence[CausalRecord]) -> Verdict
     for rank, record in enumerate(records):
         comparisons += compare_steps(record.steps, refs, golden, precision, rank=rank if ranked else None, own_refs=2)
     verdict = judge(comparisons, findings)
-    if "normalisation" in verdict.failure_kinds:
+    nan = not verdict.holds and not all(finite_step(step) for step in records[0].steps)
+    if "normalisation" in verdict.failure_kinds or nan:  # a NaN named by what divides by zero
         named = name_causal_objective(case, records, verdict.comparisons)
         if named is not None:
             verdict.diagnosis = named

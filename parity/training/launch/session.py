@@ -16,7 +16,7 @@ import json
 import os
 import tempfile
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from parity.devices import ranks_fit
 from parity.targets import Target
@@ -93,3 +93,59 @@ def launch_trainers(targets: Sequence[Target], trainers: Sequence[str] = (), arg
         label, _, case = key.rpartition(" ")
         verdicts.setdefault(label or labels[0], {})[case] = verdict
     return TwoRankVerdicts(verdicts, reasons)
+
+
+# --- the causal-LM half (docs/causal-lm.md, Two ranks in a session) ---
+
+#: What a causal-LM launch runs: a causal_trainer or a loop, whichever its path names.
+CAUSAL_DRIVER = "parity.training.causal.drivers.causal_trainer:run_causal_trainer"
+
+
+def causal_subject(target: Target) -> str | None:
+    """The path of ``target``'s causal-LM interface (its causal trainer, else its loop), None when it has neither."""
+    return target.causal_trainer or target.loop
+
+
+class CausalTwoRanks:
+    """The session's causal-LM launch: every subject (a ``causal_trainer`` or ``loop`` path) it judges on every
+    two-rank corner (``parity.strategies.causal.TWO_RANK_CORNERS``), launched once, on the first case asked for.
+
+    ``judge`` names the subjects the launch takes with it; a subject first asked for after the launch rides a
+    launch of its own (one per process: a worker of ``pytest -n`` holds its own). A case outside the corners, two
+    ranks that do not fit the machine, or a loop that declines the case (its ``supports``) raise ``NotOnTwoRanks``
+    naming why."""
+
+    def __init__(self) -> None:
+        self._judged: list[str] = []
+        self._records: dict[tuple[str, object], list | str] = {}
+
+    def judge(self, *subjects: str) -> None:
+        self._judged.extend(s for s in subjects if s not in self._judged)
+
+    def records(self, subject: str, case, timeout_s: float = 600) -> list:
+        """Every rank's ``CausalRecord`` of ``subject`` on ``case``, a two-rank corner."""
+        from parity.strategies.causal import TWO_RANK_CORNERS
+        from parity.training.causal.drivers.ranks import run_cases_on_ranks
+
+        if replace(case, dtype="float32") not in {replace(corner, dtype="float32") for corner in TWO_RANK_CORNERS}:
+            raise NotOnTwoRanks(f"{case} is not one of the two-rank corners the session launches "
+                                "(parity.strategies.causal.TWO_RANK_CORNERS)")
+        if misfit := machine_misfit():
+            raise NotOnTwoRanks(misfit)
+        if (subject, case) not in self._records:
+            self.judge(subject)
+            # the corners as they are, or all of them in the dtype asked (the report's --dtype)
+            corners = list(TWO_RANK_CORNERS) if case in TWO_RANK_CORNERS else [
+                replace(corner, dtype=case.dtype) for corner in TWO_RANK_CORNERS]
+            pending = [s for s in self._judged if (s, case) not in self._records]
+            ran = run_cases_on_ranks(CAUSAL_DRIVER, pending, corners, timeout_s=timeout_s)
+            for path, by_case in zip(pending, ran, strict=True):
+                self._records.update({(path, corner): result for corner, result in zip(corners, by_case, strict=True)})
+        result = self._records[(subject, case)]
+        if isinstance(result, str):
+            raise NotOnTwoRanks(f"{subject} declined the case on two ranks: {result}")
+        return result
+
+
+#: This process's causal-LM launch, shared by the property table and the tests that judge on two ranks.
+CAUSAL_SESSION = CausalTwoRanks()

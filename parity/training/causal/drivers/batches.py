@@ -3,11 +3,13 @@ release): a row's documents side by side, right-padded with id 0 and label -100.
 
 A row's labels are handed as the row has them, its first one included, though nothing predicts it (the oracle
 never counts it): a trainer that counts it is wrong, and the harness must see it (transformers 5.5 to 5.9 count
-it). Only in a packed row is every later document's first label written -100, since the previous document's last
-token would otherwise be trained to predict it. Unpacked rows carry an ``attention_mask``. Packed rows carry
-``position_ids`` restarting at each document (the padding is one more) and no attention mask, which is how a Llama
-forward finds the documents and keeps them apart; it does so only without a cache, so the batch says
-``use_cache=False``.
+it). Only in a row of several documents is every later document's first label written -100, since the previous
+document's last token would otherwise be trained to predict it. Rows of one document each carry an
+``attention_mask``. Packed rows, and any microbatch holding a row of several documents (a GPT dataset's sample split
+at its EODs by ``reset_attention_mask``, served in an unpacked case too), carry ``position_ids`` restarting at each
+document (the padding is one more) and no attention mask, which is how a Llama forward finds the documents and keeps
+them apart (an ``attention_mask`` beside them would let each attend across); it does so only without a cache, so
+the batch says ``use_cache=False``.
 """
 
 from __future__ import annotations
@@ -32,8 +34,9 @@ def _flat(row: Row) -> tuple[list[int], list[int], list[int]]:
 
 
 def collate_rows(rows: Sequence[Row], packed: bool) -> dict:
-    """One microbatch of ``rows``: ``input_ids`` and ``labels``, with an ``attention_mask`` or, packed, restarting
-    ``position_ids`` and ``use_cache=False``."""
+    """One microbatch of ``rows``: ``input_ids`` and ``labels``, with an ``attention_mask`` or, packed (or a row of
+    several documents among them, whatever the case says), restarting ``position_ids`` and ``use_cache=False``."""
+    packed = packed or any(len(row.documents) > 1 for row in rows)  # an attention mask would join the documents
     flat = [_flat(row) for row in rows]
     longest = max(len(ids) for ids, _, _ in flat)
     batch = {

@@ -7,7 +7,7 @@ a ``transformers.Trainer`` subclass through :mod:`parity.training.causal.drivers
 from __future__ import annotations
 
 from parity.training.causal.drivers.hf_trainer import run_hf_trainer
-from parity.training.causal.drivers.loop import run_loop
+from parity.training.causal.drivers.loop import is_loop, run_loop
 from parity.training.causal.drivers.trl_sft import SftMode, run_sft
 from parity.training.causal.record import CausalCase, CausalRecord
 
@@ -15,7 +15,7 @@ from parity.training.causal.record import CausalCase, CausalRecord
 def run_causal_trainer(trainer, case: CausalCase, rank: int = 0, world_size: int = 1) -> CausalRecord:
     """``trainer`` (a ``Trainer`` subclass, an :class:`SftMode` or a loop) trained on ``case`` as rank ``rank`` of
     ``world_size`` (a loop reads its rank from the process group it prepares its model for)."""
-    if not isinstance(trainer, type) and hasattr(trainer, "step") and hasattr(trainer, "prepare"):
+    if is_loop(trainer):
         return run_loop(trainer, case)
     if isinstance(trainer, SftMode):
         return run_sft(trainer, case, rank, world_size)

@@ -13,7 +13,9 @@ loop did to them, scaling, reducing, copying megatron's ``main_grad``, is done b
 
 from __future__ import annotations
 
+import inspect
 from collections.abc import Sequence
+from dataclasses import dataclass, replace
 from typing import Protocol
 
 import torch
@@ -32,7 +34,13 @@ class CausalLoop(Protocol):
     """A training step the user writes. ``microbatches`` are one accumulation window's batches, each a dict of
     ``input_ids`` and ``labels`` (aligned with the ids, -100 where nothing is supervised: the shift is the loss's
     job), with ``attention_mask`` for padded rows or ``position_ids`` restarting per document for packed ones
-    (:func:`parity.training.causal.drivers.batches.collate_rows`)."""
+    (:func:`parity.training.causal.drivers.batches.collate_rows`).
+
+    Optional, for a loop that wants to be told what the case asks: ``prepare`` and ``step`` may each take a
+    keyword ``settings`` (a :class:`LoopSettings`), handed only to a method that names it; and ``supports``, a
+    mapping of a setting's name (``average_tokens_across_devices``, ``dtype``) to the values the loop follows: a
+    case asking another is declined, naming why, never judged. A loop told nothing is judged on the count over
+    every rank only (docs/causal-lm.md, The loop interface)."""
 
     def prepare(self, model: nn.Module) -> nn.Module:
         """Once, before the optimizer is built: the model as the loop trains it (wrapped in DDP, sharded, or itself).
@@ -43,6 +51,82 @@ class CausalLoop(Protocol):
         """Forward and backward over every microbatch, then ``optimizer.step()`` once; the loss it logs: the
         window's loss over every rank, the objective its gradient is of."""
         ...
+
+
+#: The settings a loop may declare it follows (``supports``), and every value a case may ask of each.
+SETTINGS = {"average_tokens_across_devices": (True, False), "dtype": ("float32", "bfloat16", "float64")}
+
+
+@dataclass(frozen=True)
+class LoopSettings:
+    """What a case asks of a loop, handed as the keyword ``settings`` to a ``prepare`` or ``step`` that names it
+    (docs/causal-lm.md, The loop interface). A loop that names it in neither is told nothing, and is judged on the
+    count over every rank alone (:func:`loop_declines`)."""
+
+    #: True: the window's supervised count summed over every rank divides every rank's sum; False: each rank divides
+    #: its sum by its own count and the ranks' gradients are averaged (transformers' setting of that name).
+    average_tokens_across_devices: bool
+    #: The dtype the driver built the model's weights in (``float32``, ``bfloat16`` or ``float64``).
+    dtype: str
+    device: str
+    rank: int
+    world_size: int
+    #: Microbatches in one accumulation window (the length of ``step``'s ``microbatches``; a last partial window's
+    #: own, fewer, where the case has one; ``prepare`` is told the full window's).
+    window_size: int
+
+
+def loop_settings(case: CausalCase, rank: int, world_size: int) -> LoopSettings:
+    return LoopSettings(case.average_tokens_across_devices, case.dtype, case.device, rank, world_size, case.window_size)
+
+
+def takes_settings(method) -> bool:
+    """Whether a loop's ``prepare`` or ``step`` names the keyword ``settings`` (a loop written before it keeps
+    working: it is not handed one)."""
+    try:
+        return "settings" in inspect.signature(method).parameters
+    except (TypeError, ValueError):
+        return False
+
+
+def supported(loop) -> dict[str, tuple]:
+    """The values of each setting ``loop`` follows: what it declares in ``supports`` (a mapping of a setting's name
+    to the values it follows), else every value, but a loop told nothing follows the count over every rank only."""
+    told = takes_settings(getattr(loop, "step", None)) or takes_settings(getattr(loop, "prepare", None))
+    values = {name: tuple(every) for name, every in SETTINGS.items()}
+    if not told:
+        values["average_tokens_across_devices"] = (True,)
+    for name, declared in dict(getattr(loop, "supports", None) or {}).items():
+        if name not in SETTINGS:
+            raise LoopContractError(f"{type(loop).__name__}.supports names {name!r}; a loop declares "
+                                    f"{', '.join(SETTINGS)} (docs/causal-lm.md, The loop interface)")
+        values[name] = tuple(declared)
+    return values
+
+
+def loop_declines(loop, case: CausalCase) -> str | None:
+    """Why ``loop`` is not judged on ``case`` (None when it is): a setting the case asks that the loop does not
+    follow. With one rank each rank's own count is the window's, so the own-count setting declines nothing there."""
+    values = supported(loop)
+    asked = {"dtype": case.dtype}
+    if case.world_size > 1:
+        asked["average_tokens_across_devices"] = case.average_tokens_across_devices
+    for name, value in asked.items():
+        if value not in values[name]:
+            how = ("as its supports declares" if getattr(loop, "supports", None) else
+                   "for a loop whose prepare and step take no settings is never told it")
+            return (f"{type(loop).__name__} follows {name} in {values[name]} only, {how}; the case asks {value!r} "
+                    "(docs/causal-lm.md, The loop interface)")
+    return None
+
+
+def is_loop(subject) -> bool:
+    """Whether ``subject`` is a loop (an object with ``prepare`` and ``step``), not a ``Trainer`` class or a mode."""
+    return not isinstance(subject, type) and hasattr(subject, "step") and hasattr(subject, "prepare")
+
+
+def _with_settings(method, settings: LoopSettings, *args):
+    return method(*args, settings=settings) if takes_settings(method) else method(*args)
 
 
 class LoopContractError(RuntimeError):
@@ -66,9 +150,10 @@ def _whole(tensor: torch.Tensor) -> torch.Tensor:
 def run_loop(loop: CausalLoop, case: CausalCase) -> CausalRecord:
     """This rank's run of ``loop`` on ``case`` (inside the process group the launch made, or alone)."""
     rank = dist.get_rank() if dist.is_initialized() else 0
+    settings = loop_settings(case, rank, dist.get_world_size() if dist.is_initialized() else 1)
     windows = case_rows(case)[rank]
     model = tiny_causal_lm(case.model_seed, torch_dtype(case.dtype)).to(case.device)
-    trained = loop.prepare(model)
+    trained = _with_settings(loop.prepare, settings, model)
     named = dict(model.named_parameters())  # after prepare: fully_shard swaps in sharded parameters of the same names
     optimizer = torch.optim.SGD(trained.parameters(), lr=case.lr)
     handed: list[dict] = []
@@ -76,7 +161,9 @@ def run_loop(loop: CausalLoop, case: CausalCase) -> CausalRecord:
         {name: None if p.grad is None else _whole(p.grad) for name, p in named.items()}))
     steps = []
     for k, window in enumerate(windows):
-        loss = loop.step(trained, optimizer, [_on(collate_rows(rows, case.packed), case.device) for rows in window])
+        batches = [_on(collate_rows(rows, case.packed), case.device) for rows in window]
+        # the last window may be partial (``case.last_window``): ``window_size`` is what this step is handed
+        loss = _with_settings(loop.step, replace(settings, window_size=len(window)), trained, optimizer, batches)
         if len(handed) != k + 1:
             raise LoopContractError(f"{type(loop).__name__}.step called optimizer.step() {len(handed) - k} times in "
                                     f"window {k}; a loop steps once per window (docs/causal-lm.md, The loop interface)")

@@ -6,7 +6,8 @@
 
 ``--target NAME`` runs a registered target's loop interface, ``--loop module:attribute`` any loop (repeatable,
 in order, all on the one case). Every rank runs each loop (docs/causal-lm.md, The loop interface) and sends its
-record to rank 0, which prints one JSON line per loop: its verdict's kinds and diagnosis.
+record to rank 0, which prints one JSON line per loop: its verdict's kinds and diagnosis, or why it declined
+the case (a setting it does not follow, its ``supports``).
 """
 
 from __future__ import annotations
@@ -18,7 +19,7 @@ import sys
 import torch.distributed as dist
 
 from parity.targets import get_target, load_attribute
-from parity.training.causal.drivers.loop import run_loop
+from parity.training.causal.drivers.loop import loop_declines, run_loop
 from parity.training.causal.record import CausalCase
 from parity.training.causal.verdict import causal_verdict
 from parity.training.launch.processes import init_process_group
@@ -44,6 +45,10 @@ def main(argv: list[str] | None = None) -> int:
     loops += [(path, load_attribute(path)) for path in args.loop]
     case = case_from_json(args.case, args.device)
     for name, loop in loops:
+        if why := loop_declines(loop, case):  # a setting the loop does not follow: said, never judged
+            if dist.get_rank() == 0:
+                print(json.dumps({"loop": name, "declined": why}), flush=True)
+            continue
         records = [None] * case.world_size
         dist.all_gather_object(records, run_loop(loop, case))
         if dist.get_rank() == 0:

@@ -26,6 +26,7 @@ from oracle.causal_lm import Document, Row
 from oracle.window_reference import StepResult
 from parity.compare import Finding
 from parity.targets import load_attribute
+from parity.training.causal.drivers.loop import is_loop, loop_declines
 from parity.training.causal.record import CausalCase, CausalRecord
 from parity.training.launch.processes import RankCrashed, init_process_group, launch
 
@@ -50,36 +51,61 @@ def _record(plain: dict) -> CausalRecord:
 
 
 def run_on_ranks(driver: str, targets: Sequence[str], case: CausalCase,
-                 timeout_s: float | None = None) -> list[list[CausalRecord]]:
+                 timeout_s: float | None = None) -> list[list[CausalRecord] | str]:
     """Per target, every rank's record of ``driver`` (``module:function``) running that target (``module:attribute``)
     on ``case``, the targets one after another in one launch of ``case.world_size`` processes (the ranks start, and
-    import torch, once); ``parity.training.launch.processes.RankFailed`` naming a rank that failed."""
+    import torch, once), or why the target declined the case (a loop's ``supports``,
+    ``parity.training.causal.drivers.loop.loop_declines``); ``parity.training.launch.processes.RankFailed`` naming a
+    rank that failed."""
+    return [records[0] for records in run_cases_on_ranks(driver, targets, [case], timeout_s)]
+
+
+def run_cases_on_ranks(driver: str, targets: Sequence[str], cases: Sequence[CausalCase],
+                       timeout_s: float | None = None) -> list[list[list[CausalRecord] | str]]:
+    """``[target][case]``: :func:`run_on_ranks` over several cases of one world size in the one launch."""
+    if len({case.world_size for case in cases}) != 1:
+        raise ValueError(f"one launch runs one world size; the cases ask {sorted({c.world_size for c in cases})}")
+    world_size = cases[0].world_size
     with tempfile.TemporaryDirectory(prefix="parity-causal-ranks-") as folder:
-        launch(MODULE, ["--driver", driver, *(f"--target={target}" for target in targets), "--case",
-                        json.dumps(asdict(case)), "--out", folder], case.world_size, timeout_s=timeout_s)
-        return [[_record(torch.load(Path(folder, f"{k}-rank{rank}.pt"), weights_only=True))
-                 for rank in range(case.world_size)] for k in range(len(targets))]
+        launch(MODULE, ["--driver", driver, *(f"--target={target}" for target in targets),
+                        *(f"--case={json.dumps(asdict(case))}" for case in cases), "--out", folder],
+               world_size, timeout_s=timeout_s)
+        result = []
+        for k in range(len(targets)):
+            result.append([])
+            for c in range(len(cases)):
+                plain = [torch.load(Path(folder, f"{k}-{c}-rank{rank}.pt"), weights_only=True)
+                         for rank in range(world_size)]
+                result[k].append(plain[0]["declined"] if "declined" in plain[0] else [_record(p) for p in plain])
+        return result
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog=f"python -m {MODULE}", description=__doc__.splitlines()[0])
     parser.add_argument("--driver", required=True, metavar="MODULE:FUNCTION")
     parser.add_argument("--target", required=True, action="append", metavar="MODULE:ATTRIBUTE", help="repeatable")
-    parser.add_argument("--case", required=True, help="the CausalCase as JSON")
-    parser.add_argument("--out", required=True, help="the folder each rank writes <target number>-rank<N>.pt into")
+    parser.add_argument("--case", required=True, action="append", help="repeatable: a CausalCase as JSON")
+    parser.add_argument("--out", required=True,
+                        help="the folder each rank writes <target number>-<case number>-rank<N>.pt into")
     args = parser.parse_args(argv)
-    fields = json.loads(args.case)
-    case = CausalCase(**{**fields, "empty_ranks": tuple(fields["empty_ranks"])})
-    init_process_group(case.device)
+    cases = [CausalCase(**{**fields, "empty_ranks": tuple(fields["empty_ranks"])})
+             for fields in map(json.loads, args.case)]
+    init_process_group(cases[0].device)
     rank, world_size = dist.get_rank(), dist.get_world_size()
     driver = load_attribute(args.driver)
     for k, target in enumerate(args.target):
-        record = driver(load_attribute(target), case, rank, world_size)
-        crashes = [f.message for f in record.findings if f.kind == "crash"]
-        if crashes and world_size > 1:  # its peers may wait in a collective it never joins (docs/faults.md, Ranks)
-            raise RankCrashed(f"the target {target} crashed: {'; '.join(crashes)}")
-        torch.save(_plain(record), Path(args.out, f"{k}-rank{rank}.pt"))
-        dist.barrier()
+        subject = load_attribute(target)
+        for c, case in enumerate(cases):
+            path = Path(args.out, f"{k}-{c}-rank{rank}.pt")
+            if is_loop(subject) and (why := loop_declines(subject, case)):
+                torch.save({"declined": why}, path)
+                continue
+            record = driver(subject, case, rank, world_size)
+            crashes = [f.message for f in record.findings if f.kind == "crash"]
+            if crashes and world_size > 1:  # its peers may wait in a collective it never joins (docs/faults.md, Ranks)
+                raise RankCrashed(f"the target {target} crashed: {'; '.join(crashes)}")
+            torch.save(_plain(record), path)
+            dist.barrier()
     dist.destroy_process_group()
     return 0
 

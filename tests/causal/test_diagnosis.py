@@ -1,0 +1,104 @@
+"""The causal-LM diagnosis on the labels as served (parity/training/causal/objectives.py, objective_terms.py;
+docs/causal-lm.md, Naming the objective): each planted loop of tests/causal/loops.py is named by what it does wrong,
+and its correct twin on the same rows holds, on one rank through the loop interface."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+
+from oracle.causal_lm import IGNORE_INDEX
+from parity.training.causal.drivers.loop import run_loop
+from parity.training.causal.objective_terms import served_labels
+from parity.training.causal.record import CausalCase
+from parity.training.causal.rows import case_rows
+from parity.training.causal.verdict import causal_verdict
+from tests.causal import loops
+
+#: Packed rows, every microbatch supervising, some row's first label supervised and a later document's first label
+#: supervised as drawn (the collator serves it -100): a count of every label the rows hold is neither count.
+PACKED = CausalCase(window_size=2, steps=1, rows_per_microbatch=2, max_length=8, packed=True, data_seed=0)
+#: Two windows of two one-row microbatches: the first supervises in both, the second's first microbatch nothing.
+EMPTY_LATER = CausalCase(window_size=2, steps=2, rows_per_microbatch=1, max_length=6, data_seed=0)
+#: One document a row, a row's first label supervised in one microbatch only (data seed 3: after the shift 1 and 8,
+#: before it 1 and 9), so torchtune's weights depart unpacked too.
+UNPACKED = CausalCase(window_size=2, steps=1, rows_per_microbatch=2, max_length=8, data_seed=3)
+
+
+def verdict(loop, case):
+    return causal_verdict(case, [run_loop(loop, case)])
+
+
+def test_the_cases_hold_what_the_diagnosis_needs():
+    rows = [row for window in case_rows(PACKED)[0] for microbatch in window for row in microbatch]
+    assert any(document.labels[0] != IGNORE_INDEX for row in rows for document in row.documents[1:])
+    assert sum(sum(label != IGNORE_INDEX for label in served_labels(row)) for row in rows) < sum(
+        label != IGNORE_INDEX for row in rows for document in row.documents for label in document.labels)
+    counts = [[sum(row.supervised for row in microbatch) for microbatch in window] for window in case_rows(EMPTY_LATER)[0]]
+    assert all(counts[0]) and 0 in counts[1]
+
+
+@pytest.mark.parametrize("case", [PACKED, EMPTY_LATER], ids=["packed", "empty-microbatch"])
+def test_the_window_rule_loop_holds(case):
+    """The correct twin of every planted loop below, on the rows each is caught on."""
+    judged = verdict(loops.WINDOW, case)
+    assert judged.holds, judged.describe()
+
+
+def test_a_count_before_the_shift_is_counted_on_the_labels_as_served():
+    """transformers 5.5 to 5.9 count the labels != -100 as the collator serves them, a packed row's later documents'
+    first labels -100: named so on packed rows too."""
+    judged = verdict(loops.BEFORE_SHIFT, PACKED)
+    assert judged.failure_kinds == ["normalisation"]
+    assert judged.diagnosis.startswith("this run computes the window's sum / the labels != -100 counted before the shift"), judged.diagnosis
+
+
+def test_a_nan_from_an_empty_microbatch_is_named_beside_the_objective():
+    judged = verdict(loops.MICROBATCH_MEAN, EMPTY_LATER)
+    assert not judged.holds
+    assert judged.diagnosis.startswith("step 1: a microbatch that supervises nothing yields NaN: its mean divides by "
+                                       "zero (microbatch 0 supervises no position); on the steps before it, this run "
+                                       "computes each microbatch's own mean"), judged.diagnosis
+
+
+@pytest.mark.long
+def test_a_nan_on_the_first_step_still_names_the_mean_that_divides_by_zero():
+    case = CausalCase(window_size=2, steps=1, rows_per_microbatch=1, max_length=6, data_seed=0, empty_ranks=(0,))
+    judged = verdict(loops.MICROBATCH_MEAN, case)
+    assert judged.diagnosis.startswith("step 0: a microbatch that supervises nothing yields NaN") and (
+        "divides each microbatch by its own count" in judged.diagnosis), judged.diagnosis
+
+
+def test_a_forward_that_joins_a_packed_row_s_documents_is_the_forward_s_fault():
+    """A forward handed no ``position_ids`` lets a packed row's documents attend to each other: named as the
+    forward's, not as a count; the same loop on the same rows unpacked holds."""
+    judged = verdict(loops.NO_POSITIONS, PACKED)
+    assert judged.failure_kinds == ["normalisation"]
+    assert judged.diagnosis.startswith("the forward lets the documents of a packed row attend to each other"), judged.diagnosis
+    assert "follows the window rule's count" in judged.diagnosis
+    unpacked = verdict(loops.NO_POSITIONS, UNPACKED)
+    assert unpacked.holds, unpacked.describe()
+
+
+@pytest.mark.parametrize("case", [PACKED, pytest.param(UNPACKED, marks=pytest.mark.long)], ids=["packed", "unpacked"])
+def test_torchtune_s_mean_times_before_count_is_named_term_by_term(case):
+    """Each microbatch's after-shift mean times its before-shift count, over the window's before-shift count: outside
+    the known normalisations, named by the microbatches it weighs off and by how much."""
+    judged = verdict(loops.TORCHTUNE_MEAN, case)
+    assert "normalisation" in judged.failure_kinds
+    assert "matches none of the known normalisations" in judged.diagnosis
+    assert "term by term, one weight per microbatch explains the run" in judged.diagnosis, judged.diagnosis
+    rows = case_rows(case)[0][0]
+    for g, microbatch in enumerate(rows):  # the ratio each microbatch is weighted by: (B_g / N_g) / (B / N)
+        after = sum(row.supervised for row in microbatch)
+        before = sum(sum(label != IGNORE_INDEX for label in served_labels(row)) for row in microbatch)
+        everything = [row for m in rows for row in m]
+        ratio = (before / after) / (sum(sum(label != IGNORE_INDEX for label in served_labels(row)) for row in everything)
+                                    / sum(row.supervised for row in everything))
+        said = re.search(rf"step 0 microbatch {g} \({after} supervised after the shift, {before} before\) ([0-9.e+-]+) x",
+                         judged.diagnosis)
+        if abs(ratio - 1) > 1e-3:
+            assert said and float(said.group(1)) == pytest.approx(ratio, rel=1e-3), judged.diagnosis
+        else:
+            assert said is None, judged.diagnosis
