@@ -31,8 +31,8 @@ OPTIONAL_PARTS = {
                   "pip install --no-deps torchtune==0.6.1 torchao==0.10.0 and what it imports, as .ci/run does "
                   "(docs/causal-lm.md, The field's own loops)"),
     "torchtitan": (lambda: find_spec("torchtitan") is not None and find_spec("triton") is not None,
-                   "pip install --no-deps torchtitan==0.3.0 triton==3.9.0 and what it imports, as .ci/run does "
-                   "(docs/causal-lm.md, The field's own loops)"),
+                   "tox -e torchtitan (torchtitan==0.3.0 beside triton==3.9.0 and what it imports, kept out of the "
+                   "default run's environment; docs/causal-lm.md, The field's own loops)"),
 }
 NEEDS = "needs(part, ...): skips, naming the install, unless each optional part is here: " + ", ".join(OPTIONAL_PARTS)
 

@@ -7,10 +7,11 @@ from __future__ import annotations
 import re
 
 import pytest
+import torch
 
 from oracle.causal_lm import IGNORE_INDEX
 from parity.training.causal.drivers.loop import run_loop
-from parity.training.causal.objective_terms import served_labels
+from parity.training.causal.objective_terms import departing_words, fit_weights, served_labels
 from parity.training.causal.record import CausalCase
 from parity.training.causal.rows import case_rows
 from parity.training.causal.verdict import causal_verdict
@@ -102,3 +103,17 @@ def test_torchtune_s_mean_times_before_count_is_named_term_by_term(case):
             assert said and float(said.group(1)) == pytest.approx(ratio, rel=1e-3), judged.diagnosis
         else:
             assert said is None, judged.diagnosis
+
+
+def test_the_fitted_weights_are_the_ones_the_gradients_were_made_of():
+    """One weight per group recovered from a weighted sum of the rows' gradients; a group with no gradient unweighed;
+    one factor on every group is said as a wrong count, unequal factors listed with their ratios."""
+    generator = torch.Generator().manual_seed(0)
+    grads = [{"w": torch.randn(5, 3, generator=generator, dtype=torch.float64)} for _ in range(3)]
+    grads.append({"w": torch.zeros(5, 3, dtype=torch.float64)})
+    logged = {"w": 0.25 * (grads[0]["w"] + grads[1]["w"]) + 0.1 * grads[2]["w"]}
+    fitted = fit_weights(grads, [[0, 1], [2], [3]], logged)
+    assert fitted[0] == pytest.approx(0.25) and fitted[1] == pytest.approx(0.1) and fitted[2] is None
+    assert departing_words([("a", 0.5, 1.0), ("b", 0.25, 0.5)]).startswith("every microbatch weighted 0.5 x")
+    assert departing_words([("a", 1.0, 1.0), ("b", 0.75, 0.5)], "row") == (
+        "1 of 2 weights depart from the window rule's (fitted to the gradients, as a ratio to the window rule's): b 1.5 x")

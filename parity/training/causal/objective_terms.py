@@ -92,16 +92,16 @@ def fit_weights(grads: Sequence[dict[str, torch.Tensor]], groups: Sequence[Seque
     return weights
 
 
-def departing_words(departures: Sequence[tuple[str, float, float]]) -> str:
-    """``departures``: (where, fitted weight, the window rule's) per group: the groups weighted off, by what ratio,
-    or one factor where every group shares it."""
+def departing_words(departures: Sequence[tuple[str, float, float]], grain: str = "microbatch") -> str:
+    """``departures``: (where, fitted weight, the window rule's) per group (a ``grain``: a microbatch or a row): the
+    groups weighted off, by what ratio, or one factor where every group shares it."""
     off = [(where, fitted / right) for where, fitted, right in departures
            if right and abs(fitted / right - 1) > SAME_WEIGHT]
     if not off:
         return ""
     ratios = [ratio for _, ratio in off]
     if len(off) == len(departures) and max(ratios) - min(ratios) <= SAME_WEIGHT * abs(ratios[0]):
-        return f"every microbatch weighted {ratios[0]:.4g} x the window rule's weight: one factor, a wrong count"
+        return f"every {grain} weighted {ratios[0]:.4g} x the window rule's weight: one factor, a wrong count"
     listed = "; ".join(f"{where} {ratio:.4g} x" for where, ratio in off[:LISTED])
     more = f"; and {len(off) - LISTED} more" if len(off) > LISTED else ""
     return (f"{len(off)} of {len(departures)} weights depart from the window rule's (fitted to the gradients, "

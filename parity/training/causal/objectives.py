@@ -270,7 +270,7 @@ def _by_terms(case: CausalCase, steps: Sequence[_Step], logged, budgets, records
             explained = explained and _miss(logged[k], step, weights, budgets, k) <= SIGNIFICANT
             departures += [(said, weight, right.coefficient(step.places[group[0]]))
                            for said, group, weight in zip(where, groups, fitted, strict=True) if weight is not None]
-        words = departing_words(departures)
+        words = departing_words(departures, grain)
         if explained and words:
             return (f"term by term, one weight per {grain} explains the run within {SIGNIFICANT:g} x its budgets: {words} "
                     "(docs/causal-lm.md, Naming the objective)")

@@ -72,6 +72,8 @@ def oracle_run(
 
     ``along``: the target's steps (as observed), when each step k > 0 is to start from the target's
     parameters before it: the reference along the target's trajectory (``parity.budget.along_trajectory``).
+    Its evaluation losses are then taken on the target's parameters after its last step: evaluation
+    is judged on what it adds, the trained parameters being held to their own budgets.
     """
     model = tiny_model(case.model_seed, case.weights_dtype).to(device, dtype)
     eos = model.config.eos_token_id
@@ -93,6 +95,9 @@ def oracle_run(
     starts = [None] * len(windows) if along is None else before_each(along)
     steps = along_trajectory(model, windows, step, starts)
     with torch.no_grad():
+        if along:  # evaluation, like every step after the first, from where the target is (docs/budget.md)
+            for name, p in model.named_parameters():
+                p.copy_(along[-1].params[name].to(device, dtype))
         eval_loss = _weighted_eval(model, records, eos, total_rows=case.examples_per_rank * len(records))
         batch_losses = [[single_batch_loss(model, draw, eos) for draw in record.batch_draws] for record in records]
     return OracleRun(steps, eval_loss, batch_losses)
@@ -124,7 +129,7 @@ class References:
 
 
 #: The first reference (each window reversed) follows the oracle's own trajectory; the next starts each
-#: step from the target's parameters. The first alone gives the budget a correct target gets at a step
+#: step, and evaluation, from the target's parameters. The first alone gives the budget a correct target gets at a step
 #: (``parity.budget.Comparison.own_budget``, what the report plots against).
 OWN_TRAJECTORY_REFS = 1
 
@@ -169,7 +174,7 @@ def trainer_comparisons(
             comparisons.append(
                 compare_tensor(
                     f"{prefix}eval loss", out, eval_refs, golden.eval_loss, lower_refs=[r.eval_loss for r in lower],
-                    quantity="eval loss", **identity,
+                    quantity="eval loss", own_refs=OWN_TRAJECTORY_REFS, **identity,
                 )
             )
         batches = len(golden.batch_losses[rank])
@@ -184,6 +189,7 @@ def trainer_comparisons(
                     golden.batch_losses[rank][b],
                     lower_refs=[r.batch_losses[rank][b] for r in lower],
                     quantity="batch loss",
+                    own_refs=OWN_TRAJECTORY_REFS,
                     **identity,
                 )
             )
