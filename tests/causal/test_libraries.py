@@ -2,10 +2,10 @@
 torchtune's full-finetune recipe ``train()`` and torchtitan's ``Trainer.train_step``, each given the verdict its
 source predicts. Each test skips, naming the install, where its library is absent (tests/optional_parts.py).
 
-The default run launches the installed ones once, on one rank, on a case whose rows are uneven but never supervise a
-row's first label or leave a microbatch empty: litgpt is named per-microbatch means, torchtune and torchtitan hold.
-The ``long`` run adds two ranks, the own-count setting declined, and each library's corner: torchtune's count before
-the shift and its NaN, torchtitan's raise on a window that supervises nothing.
+All of it is the ``long`` run (and ``tox -e torchtitan``): the installed ones launched once, on one rank, on a case
+whose rows are uneven but never supervise a row's first label or leave a microbatch empty (litgpt is named
+per-microbatch means, torchtune and torchtitan hold); two ranks; the own-count setting declined; and each library's
+corner: torchtune's count before the shift and its NaN, torchtitan's raise on a window that supervises nothing.
 """
 
 from __future__ import annotations
@@ -17,7 +17,12 @@ import pytest
 from parity.training.launch.processes import RankFailed, launch
 from tests.optional_parts import OPTIONAL_PARTS
 
-pytestmark = [pytest.mark.distributed, pytest.mark.xdist_group("distributed")]
+#: Every check here is in the long run: a launch that imports litgpt, Lightning and torchtune costs 7 s of the default
+#: run's 90 (docs/benchmarks.md, The suite's own time); a loop target launched on its ranks keeps its class in the
+#: default run through megatron's schedule (tests/causal/test_loops.py). The two-rank launches join the distributed
+#: group (one two-rank launch at a time on two cores); the one-rank one runs beside it.
+pytestmark = [pytest.mark.distributed, pytest.mark.long]
+TWO_RANKS = pytest.mark.xdist_group("distributed")
 
 LITGPT, TORCHTUNE, TORCHTITAN = "litgpt:fit", "torchtune:full-finetune", "torchtitan:train-step"
 #: One window of two microbatches of two rows (data seed 0): counts uneven, no first label supervised, none empty.
@@ -74,7 +79,7 @@ def test_torchtitan_s_train_step_holds(one_rank):
     assert "max_norm = 1e30" in verdict["diagnosis"], "the clipping set out of reach is said"
 
 
-@pytest.mark.long
+@TWO_RANKS
 @pytest.mark.needs("litgpt", "torchtune", "torchtitan")
 def test_on_two_ranks_each_library_gets_the_verdict_its_source_predicts():
     """Ranks counting 8, 3 and 5, 7: litgpt averages four per-microbatch means over Fabric's DDP; torchtune's
@@ -87,7 +92,7 @@ def test_on_two_ranks_each_library_gets_the_verdict_its_source_predicts():
     assert "set_force_sum_reduction_for_comms" in got[TORCHTITAN]["diagnosis"], "the Gloo sum is said"
 
 
-@pytest.mark.long
+@TWO_RANKS
 @pytest.mark.needs("litgpt", "torchtune", "torchtitan")
 def test_each_rank_s_own_count_is_declined_by_all_three():
     """None of the three can be told to divide by a rank's own count: each ``supports`` only the count over every rank."""
@@ -96,7 +101,6 @@ def test_each_rank_s_own_count_is_declined_by_all_three():
         assert "average_tokens_across_devices in (True,) only, as its supports declares" in got[name]["declined"], got
 
 
-@pytest.mark.long
 @pytest.mark.needs("torchtune")
 def test_torchtune_weighs_each_microbatch_by_its_count_before_the_shift_over_after():
     """A row's first label supervised: microbatch 0 counts 2 after the shift and 2 before, microbatch 1 counts 6 and
@@ -109,7 +113,6 @@ def test_torchtune_weighs_each_microbatch_by_its_count_before_the_shift_over_aft
     assert "(6 supervised after the shift, 7 before) 1.037 x" in verdict["diagnosis"], verdict
 
 
-@pytest.mark.long
 @pytest.mark.needs("torchtune")
 def test_torchtune_logs_nan_when_a_microbatch_supervises_nothing():
     """CEWithChunkedOutputLoss divides by the microbatch's count (ce_chunked_output_loss.py:83): 0/0 in running_loss."""
@@ -118,7 +121,6 @@ def test_torchtune_logs_nan_when_a_microbatch_supervises_nothing():
     assert "a microbatch that supervises nothing yields NaN" in verdict["diagnosis"], verdict
 
 
-@pytest.mark.long
 @pytest.mark.needs("torchtitan")
 def test_torchtitan_raises_on_a_window_that_supervises_nothing():
     """trainer.py:994-998: the logged 0/0 raises, after the optimizer stepped with the rule's zero gradient."""

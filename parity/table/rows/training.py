@@ -108,6 +108,7 @@ TRAINING: tuple[Property, ...] = (
             {"case": lazy.training().RANK_LOCAL_RUN},
             {"case": lazy.training().ROW_MIX_RUN},
             {"case": lazy.training().LARGE_COUNT_RUN},
+            {"case": lazy.training().DRIFTED_EVAL_RUN_BF16},
         ],
         devices=DEVICES,
         catches=("known-bug:local-mean", "known-bug:logits-local-mean"),
