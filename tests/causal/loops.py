@@ -70,11 +70,13 @@ class WeightedLoop:
     """One rank's loop: each microbatch's token-loss sum (after the shift, on the labels as served) times
     ``weight(g, after, before)``, its backward, then one step; ``after``/``before`` are every microbatch's labels
     != -100 counted after the shift and before it. ``positions=False`` plants a forward that drops the
-    ``position_ids``, so the documents of a packed row attend to each other. The correct twin weighs every
-    microbatch by ``1 / sum(after)``."""
+    ``position_ids``, so the documents of a packed row attend to each other. ``logs_means=True`` logs each
+    microbatch's term through its own mean times its count, as torchtune's recipe does: the same number, but 0/0 = NaN
+    where a microbatch supervises nothing, the gradient untouched. The correct twin weighs every microbatch by
+    ``1 / sum(after)``."""
 
-    def __init__(self, weight, positions: bool = True):
-        self.weight, self.positions = weight, positions
+    def __init__(self, weight, positions: bool = True, logs_means: bool = False):
+        self.weight, self.positions, self.logs_means = weight, positions, logs_means
 
     def prepare(self, model: torch.nn.Module) -> torch.nn.Module:
         return model
@@ -89,7 +91,11 @@ class WeightedLoop:
             loss = F.cross_entropy(logits[:, :-1].flatten(0, 1).float(), batch["labels"][:, 1:].flatten(),
                                    ignore_index=IGNORE_INDEX, reduction="sum") * self.weight(g, after, before)
             loss.backward()
-            logged += float(loss.detach())
+            if self.logs_means:  # the microbatch's mean (NaN where it supervises nothing) times its count
+                term = float(loss.detach()) / self.weight(g, after, before)
+                logged += (term / after[g] if after[g] else float("nan")) * after[g] * self.weight(g, after, before)
+            else:
+                logged += float(loss.detach())
         optimizer.step()
         optimizer.zero_grad(set_to_none=True)
         return logged
@@ -109,6 +115,9 @@ WINDOW = WeightedLoop(lambda g, after, before: 1 / max(sum(after), 1))
 BEFORE_SHIFT = WeightedLoop(lambda g, after, before: 1 / max(sum(before), 1))
 #: The window rule, but the forward drops ``position_ids``: a packed row's documents attend across.
 NO_POSITIONS = WeightedLoop(lambda g, after, before: 1 / max(sum(after), 1), positions=False)
+#: The window rule in every gradient, its logged loss through each microbatch's own mean: NaN where one supervises
+#: nothing (torchtune's recipe logs so, ce_chunked_output_loss.py:83, while its gradients keep the rule).
+LOGS_MEANS = WeightedLoop(lambda g, after, before: 1 / max(sum(after), 1), logs_means=True)
 #: torchtune's rule: each microbatch's after-shift mean times its before-shift count, over the window's before-shift count.
 TORCHTUNE_MEAN = WeightedLoop(lambda g, after, before: before[g] / (max(after[g], 1) * max(sum(before), 1)))
 MICROBATCH_MEAN = MicrobatchMeanLoop()

@@ -63,6 +63,16 @@ def test_a_nan_from_an_empty_microbatch_is_named_beside_the_objective():
                                        "computes each microbatch's own mean"), judged.diagnosis
 
 
+def test_a_nan_in_the_logged_loss_alone_is_never_called_a_wrong_count():
+    """A loop whose every gradient follows the window rule but whose logged loss goes through each microbatch's mean
+    (torchtune's recipe): the NaN is the logged loss's, the update is right, and the diagnosis says so."""
+    judged = verdict(loops.LOGS_MEANS, EMPTY_LATER)
+    assert not judged.holds, judged.describe()
+    assert judged.diagnosis.startswith("step 1: only the loss the run logs is NaN, every gradient it was handed "
+                                       "follows the window rule"), judged.diagnosis
+    assert "per-microbatch" not in judged.diagnosis and "microbatch 0 supervises no position" in judged.diagnosis
+
+
 @pytest.mark.long
 def test_a_nan_on_the_first_step_still_names_the_mean_that_divides_by_zero():
     case = CausalCase(window_size=2, steps=1, rows_per_microbatch=1, max_length=6, data_seed=0, empty_ranks=(0,))

@@ -119,6 +119,8 @@ def test_torchtune_logs_nan_when_a_microbatch_supervises_nothing():
     verdict = verdicts(1, EMPTY_MICROBATCH, [TORCHTUNE])[TORCHTUNE]
     assert not verdict["holds"], verdict
     assert "a microbatch that supervises nothing yields NaN" in verdict["diagnosis"], verdict
+    assert "only the loss the run logs is NaN, every gradient it was handed follows the window rule" in (
+        verdict["diagnosis"]), "its gradients keep the rule (recipe 802-829): the NaN is the logged loss's alone"
 
 
 @pytest.mark.needs("torchtitan")

@@ -167,15 +167,16 @@ def _grad(parameter: torch.Tensor) -> torch.Tensor:
     return torch.zeros_like(parameter) if parameter.grad is None else parameter.grad
 
 
-def _miss(logged, step: _Step, objective: CausalObjective, budgets: dict, k: int) -> float:
+def _miss(logged, step: _Step, objective: CausalObjective, budgets: dict, k: int, loss: bool = True) -> float:
     """How far step ``k``'s logged loss and gradients lie from ``objective``'s, in budgets (the loss's first: where it
     alone rejects an objective, the gradients are not read; each gradient's budget widened by twice the replay's own
-    error on it)."""
-    loss, grads = step.combine(objective)
-    comparison = budgets[(k, "loss", None)]
-    miss = abs(float(logged.loss) - loss) / max(comparison.own_budget, 1e-300)
-    if miss > SIGNIFICANT:
-        return miss
+    error on it). ``loss=False``: the gradients alone (a step whose logged loss is not finite)."""
+    combined, grads = step.combine(objective)
+    miss = 0.0
+    if loss:
+        miss = abs(float(logged.loss) - combined) / max(budgets[(k, "loss", None)].own_budget, 1e-300)
+        if miss > SIGNIFICANT:
+            return miss
     for name, expected in grads.items():
         comparison = budgets[(k, "grad", name)]
         got = logged.grads.get(name)
@@ -184,6 +185,29 @@ def _miss(logged, step: _Step, objective: CausalObjective, budgets: dict, k: int
         budget = (comparison.own_budget + 2 * step.own_error.get(name, 0.0)) * scale
         miss = max(miss, float((got - expected).abs().max()) / max(budget, 1e-300))
     return miss
+
+
+def _only_the_loss(case: CausalCase, records: Sequence[CausalRecord], comparisons: Sequence[Comparison],
+                   right: CausalObjective, usable: int) -> str | None:
+    """The words for a run whose first non-finite step is non-finite in its logged loss alone, every gradient of it
+    and of the steps before it following the window rule (a loss that logs its microbatches' own means, 0/0 where
+    one supervises nothing, but weighs their gradients by the window's count, as torchtune's recipe does); else None.
+    A window in which no rank supervises anything tells nothing this way: every objective's gradient is zero there."""
+    step = records[0].steps[usable]
+    window = step_windows(records)[usable]
+    if not any(row.supervised for ranks in window for microbatch in ranks for row in microbatch):
+        return None
+    if not all(grad is None or bool(torch.isfinite(grad).all()) for grad in step.grads.values()):
+        return None
+    budgets = step_budgets(comparisons)
+    if not all((usable, "grad", name) in budgets for name in step.grads):
+        return None
+    replayed = _replayed(case, records, until=usable + 1)
+    if max(_miss(records[0].steps[k], s, right, budgets, k, loss=k != usable) for k, s in enumerate(replayed)) > SIGNIFICANT:
+        return None
+    return (f"only the loss the run logs is NaN, every gradient it was handed follows the window rule ({right.words}) "
+            f"within {SIGNIFICANT:g} x its budget: the logged loss divides by zero, the update does not "
+            "(docs/causal-lm.md, Naming the objective)")
 
 
 def name_causal_objective(case: CausalCase, records: Sequence[CausalRecord], comparisons: Sequence[Comparison]) -> str | None:
@@ -201,6 +225,8 @@ def name_causal_objective(case: CausalCase, records: Sequence[CausalRecord], com
             return None
         nan = f"step {usable}: {empty}"
     right = published(case)
+    if nan and (only_loss := _only_the_loss(case, records, comparisons, right, usable)):
+        return f"step {usable}: {only_loss}; {empty}"
     if nan and not usable:
         own = "row" if empty.startswith("a row") else "microbatch"
         return (f"{nan}; the run divides each {own} by its own count (a per-{own} mean), where the window rule is "
