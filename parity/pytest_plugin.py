@@ -326,6 +326,15 @@ def pytest_collection_finish(session: pytest.Session) -> None:
         freeze_heap()  # what collection built lives for the session: each Trainer run's gc.collect() skips it
 
 
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_call(item: pytest.Item):
+    """The item whose examples a property test counts (parity/suite/outcomes.py)."""
+    from parity.suite.outcomes import running
+
+    with running(item):
+        return (yield)
+
+
 @pytest.hookimpl(hookwrapper=True)
 def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo):
     outcome = yield

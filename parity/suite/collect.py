@@ -47,11 +47,10 @@ def applicable(request: pytest.FixtureRequest, target) -> None:
 def property_test(prop: Property):
     strategies = prop.strategies()
 
-    # ``request`` (the test item, its config) rather than a fixture of its own: Hypothesis holds function-scoped
-    # fixtures in a test's signature to its health check, and pytest's request is none.
-    fixtures = ("target", "device", "request", *(("shrink_budget",) if prop.shrink_runs is not None else ()))
+    # Only fixtures pytest defines (never its ``request``): HypoFuzz calls the test with those alone.
+    fixtures = ("target", "device", "pytestconfig", *(("shrink_budget",) if prop.shrink_runs is not None else ()))
 
-    def test(target, device, request, shrink_budget: ShrinkBudget | None = None, **arguments):
+    def test(target, device, pytestconfig, shrink_budget: ShrinkBudget | None = None, **arguments):
         subject = target.load(prop.interface)
         make_deterministic(device)
 
@@ -63,9 +62,9 @@ def property_test(prop: Property):
             notes = run() if shrink_budget is None else shrink_budget.run(sorted(arguments.items()), run, prop.shrink_runs)
         except AssertionError:
             # Hypothesis replays the shrunk example last: what stays is what `python -m parity repro --from-last-run` writes up.
-            remember_failure(request.config, target, prop, arguments)
+            remember_failure(pytestconfig, target, prop, arguments)
             raise
-        count_example(request.node)
+        count_example()
         for note in notes:
             warnings.warn(ParityNote(f"{target.name}: {prop.name}: {note}"), stacklevel=1)
 

@@ -1,13 +1,17 @@
 """What each property did to the session's target: held (examples run), failed (its kinds) or skipped (why).
 
-A property's test counts the examples its check held on (:func:`count_example`, parity/suite/collect.py); the
-plugin's ``pytest_runtest_makereport`` writes one row per property test onto the report's ``user_properties``
-(:func:`record`), which pytest-xdist serialises from a worker to the controller, where :class:`PropertyTable`
+A property's test counts the examples its check held on (:func:`count_example`, parity/suite/collect.py) onto the
+item whose call is running (:func:`running`, entered by the plugin's ``pytest_runtest_call``); the plugin's
+``pytest_runtest_makereport`` writes one row per property test onto the report's ``user_properties`` (:func:`record`),
+which pytest-xdist serialises from a worker to the controller, where :class:`PropertyTable`
 keeps it and prints the table (:func:`table`) for a session that names its target (docs/running.md, What a run
 prints).
 """
 
 from __future__ import annotations
+
+import contextlib
+from collections.abc import Iterator
 
 import pytest
 
@@ -17,8 +21,26 @@ KEY = "parity-property"
 EXAMPLES = pytest.StashKey[int]()
 
 
-def count_example(item: pytest.Item) -> None:
-    item.stash[EXAMPLES] = item.stash.get(EXAMPLES, 0) + 1
+#: The test item whose call runs in this process. Held here rather than handed to the test as pytest's ``request``:
+#: a fuzzer that calls the test outside pytest's call phase (HypoFuzz) gives it the fixtures pytest defines, and
+#: ``request`` is none of them, so a test asking for it could not run there at all.
+_running: pytest.Item | None = None
+
+
+@contextlib.contextmanager
+def running(item: pytest.Item) -> Iterator[None]:
+    global _running
+    _running = item
+    try:
+        yield
+    finally:
+        _running = None
+
+
+def count_example() -> None:
+    """One more example held by the running item's check; nothing outside pytest's call (a fuzzer's run)."""
+    if _running is not None:
+        _running.stash[EXAMPLES] = _running.stash.get(EXAMPLES, 0) + 1
 
 
 def _kinds(error: BaseException) -> list[str]:

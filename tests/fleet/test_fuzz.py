@@ -5,6 +5,7 @@ The campaign itself (HypoFuzz on a real target, a real Redis server) is in tests
 
 from __future__ import annotations
 
+import inspect
 import time
 from pathlib import Path
 
@@ -107,3 +108,19 @@ def test_the_campaign_is_hypofuzz_on_the_nightly_profile():
     command = fuzz.fuzz_command("hypothesis", 2, ["--pyargs", "parity.suite"])
     assert command[:6] == ["hypothesis", "fuzz", "-n", "2", "--no-dashboard", "--"]
     assert command[command.index("--hypothesis-profile") + 1] == "nightly"
+
+
+def test_every_property_test_asks_only_for_fixtures_a_fuzzer_can_give(request):
+    """HypoFuzz runs a property test outside pytest's call, handing it each argument that a fixture pytest defines
+    provides (its ``getfixturedefs``) and the item's parameters; ``request`` is no such fixture, and a test that asks
+    for it never runs in a campaign (the campaign then finds nothing)."""
+    from parity.suite import test_properties
+    from parity.table.rows import PROPERTIES
+
+    suite_fixtures = {"shrink_budget", "applicable"} & set(vars(test_properties))  # the suite module's own
+    for prop in PROPERTIES:
+        given = getattr(test_properties, prop.test_name).hypothesis.inner_test
+        asked = [name for name in inspect.signature(given).parameters if name not in prop.strategies()]
+        missing = [name for name in asked if name != "device"  # a parameter of the item (parametrize)
+                   and name not in suite_fixtures and not request._fixturemanager.getfixturedefs(name, request.node)]  # fmt: skip
+        assert not missing, f"{prop.test_name} asks for {missing}, which no fixture provides"

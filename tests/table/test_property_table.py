@@ -19,6 +19,7 @@ from parity.compare import KINDS, ParityFailure
 from parity.fleet.bench import hunt_known_bugs
 from parity.report.scenarios import Options
 from parity.suite.collect import ParityNote
+from parity.suite.outcomes import running
 from parity.table.rows import PROPERTIES, Property
 from parity.table.scenario import properties_scenario
 from parity.targets import Target
@@ -74,16 +75,16 @@ def test_the_entry_becomes_a_pytest_test_of_the_suite(with_throwaway, tmp_path):
     test = getattr(with_throwaway, THROWAWAY.test_name)
     assert test.__doc__ == "Doubling gives an even number."
     cache = types.SimpleNamespace(mkdir=lambda name: tmp_path / name)  # the run's cache folder, as pytest's cache plugin gives it
-    config = types.SimpleNamespace(cache=cache)
-    # pytest's request as the test sees it: the run's config, the item whose examples are counted (parity/suite/outcomes.py)
-    request = types.SimpleNamespace(config=config, node=types.SimpleNamespace(stash={}))
-    with pytest.warns(ParityNote, match="throwaway:good: harness/throwaway-doubling-is-even: .* is a multiple of seven"):
-        test(target=GOOD, device="cpu", request=request)  # notes are warnings beside a passing test
+    config = types.SimpleNamespace(cache=cache)  # the run's config, as pytest's pytestconfig fixture gives it
+    item = types.SimpleNamespace(stash={})  # the item whose examples are counted (parity/suite/outcomes.py)
+    note = "throwaway:good: harness/throwaway-doubling-is-even: .* is a multiple of seven"
+    with pytest.warns(ParityNote, match=note), running(item):
+        test(target=GOOD, device="cpu", pytestconfig=config)  # notes are warnings beside a passing test
     assert not (tmp_path / "parity-failures").exists()
-    (held,) = request.node.stash.values()  # the examples held, counted for the run's table (parity/suite/outcomes.py)
+    (held,) = item.stash.values()  # the examples held, counted for the run's table
     assert 1 + 1 <= held <= 1 + settings.default.max_examples  # the explicit example and the profile's draws
     with pytest.raises(ParityFailure, match="is odd") as failure:
-        test(target=BUG, device="cpu", request=request)
+        test(target=BUG, device="cpu", pytestconfig=config)
     assert failure.value.verdict.failure_kinds == ["mismatch"]  # the record's kind names a plain assertion
     (kept,) = (tmp_path / "parity-failures").rglob("*.json")  # the failing example, as data, for python -m parity repro
     assert kept.parent.name == "throwaway_bug"
