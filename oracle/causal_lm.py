@@ -25,7 +25,7 @@ from dataclasses import dataclass
 import torch
 import torch.nn.functional as F
 from torch import nn
-from transformers import LlamaConfig, LlamaForCausalLM
+from transformers import LlamaConfig, LlamaForCausalLM, PreTrainedModel
 
 from oracle.window_reference import StepResult, apply_sgd
 
@@ -40,17 +40,30 @@ TINY_CAUSAL_CONFIG = dict(
 )
 
 
-def tiny_causal_lm(seed: int = 0, dtype: torch.dtype = torch.float32) -> LlamaForCausalLM:
-    """The tiny causal LM with weights drawn from ``seed`` (the same weights in every dtype)."""
-    torch.manual_seed(seed)
-    config = LlamaConfig(**TINY_CAUSAL_CONFIG)
-    config._attn_implementation = "eager"
-    model = LlamaForCausalLM(config)
+def seeded(model: nn.Module, seed: int, dtype: torch.dtype) -> nn.Module:
+    """``model`` with every parameter drawn from ``seed`` in float64, in the order the model lists them, then cast to
+    ``dtype``: the same weights in every dtype, and for any model class (a library's own included)."""
     with torch.no_grad():
         generator = torch.Generator().manual_seed(seed)
         for parameter in model.parameters():
             parameter.copy_(torch.randn(parameter.shape, generator=generator, dtype=torch.float64) * 0.5)
     return model.to(dtype)
+
+
+def tiny_causal_lm(seed: int = 0, dtype: torch.dtype = torch.float32) -> LlamaForCausalLM:
+    """The tiny causal LM with weights drawn from ``seed`` (the same weights in every dtype)."""
+    torch.manual_seed(seed)
+    config = LlamaConfig(**TINY_CAUSAL_CONFIG)
+    config._attn_implementation = "eager"
+    return seeded(LlamaForCausalLM(config), seed, dtype)
+
+
+def next_token_logits(model: nn.Module, ids: torch.Tensor) -> torch.Tensor:
+    """Any causal LM's logits for a batch of ``ids`` run from position 0, each row attending to its earlier tokens
+    only: a transformers model's output's ``.logits``; a library's own model (litgpt's ``GPT``, torchtune's
+    ``TransformerDecoder``) returns the tensor itself."""
+    output = model(ids)
+    return getattr(output, "logits", output)
 
 
 @dataclass(frozen=True)
@@ -85,12 +98,8 @@ def document_sum(model: nn.Module, document: Document) -> torch.Tensor:
     """The summed next-token cross-entropy over the document's supervised positions, the document alone."""
     device = next(model.parameters()).device
     ids = torch.tensor([document.ids], device=device)
-    logits = model(input_ids=ids).logits[0]
-    targets = torch.tensor(document.labels[1:], device=device)
-    supervised = targets != IGNORE_INDEX
-    if not bool(supervised.any()):
-        return logits.sum() * 0.0  # a path to every parameter the logits depend on, valued zero
-    return F.cross_entropy(logits[:-1][supervised].to(torch.float64), targets[supervised], reduction="sum")
+    logits = next_token_logits(model, ids)[0]
+    return _supervised_sum(logits[:-1], torch.tensor(document.labels[1:], device=device))
 
 
 def window_count(ranks: Sequence[Sequence[Sequence[Row]]]) -> int:
@@ -99,10 +108,40 @@ def window_count(ranks: Sequence[Sequence[Sequence[Row]]]) -> int:
 
 
 def batched_sum(model: nn.Module, microbatch: Sequence[Row]) -> torch.Tensor:
-    """The same sum as :func:`document_sum` over the microbatch's documents, run as trainers run them: every row one
-    sequence of its documents side by side (positions restarting, a block-diagonal causal mask keeping them apart),
-    the rows right-padded into one forward. The arithmetic is the window rule's; only the kernels' shapes, hence
-    their rounding, differ (a reference the budget is derived from, never the golden)."""
+    """The same sum as :func:`document_sum` over the microbatch's documents, in one forward: the arithmetic is the
+    window rule's; only the kernels' shapes, hence their rounding, differ (a reference the budget is derived from,
+    never the golden). A transformers model runs it as trainers do (:func:`packed_rows_sum`); any other model, whose
+    call takes ids alone, with each document a row of its own (:func:`document_rows_sum`)."""
+    if isinstance(model, PreTrainedModel):
+        return packed_rows_sum(model, microbatch)
+    return document_rows_sum(model, microbatch)
+
+
+def _supervised_sum(logits: torch.Tensor, targets: torch.Tensor) -> torch.Tensor:
+    """The summed cross-entropy of ``logits`` at the positions whose target is supervised, in float64."""
+    supervised = targets != IGNORE_INDEX
+    if not bool(supervised.any()):
+        return logits.sum() * 0.0  # a path to every parameter the logits depend on, valued zero
+    return F.cross_entropy(logits[supervised].to(torch.float64), targets[supervised], reduction="sum")
+
+
+def document_rows_sum(model: nn.Module, microbatch: Sequence[Row]) -> torch.Tensor:
+    """Every document of the microbatch a row of its own, right-padded (a causal forward never reads a later
+    position, so the padding changes no earlier logit), in one forward."""
+    device = next(model.parameters()).device
+    documents = [document for row in microbatch for document in row.documents]
+    length = max(len(document.ids) for document in documents)
+    ids = torch.zeros(len(documents), length, dtype=torch.long)
+    targets = torch.full((len(documents), length), IGNORE_INDEX)
+    for d, document in enumerate(documents):
+        ids[d, : len(document.ids)] = torch.tensor(document.ids)
+        targets[d, : len(document.ids) - 1] = torch.tensor(document.labels[1:])  # position i predicts label i + 1
+    return _supervised_sum(next_token_logits(model, ids.to(device)), targets.to(device))
+
+
+def packed_rows_sum(model: PreTrainedModel, microbatch: Sequence[Row]) -> torch.Tensor:
+    """Every row one sequence of its documents side by side (positions restarting, a block-diagonal causal mask
+    keeping them apart), the rows right-padded into one forward, as a trainer runs a transformers model."""
     device = next(model.parameters()).device
     length = max(sum(len(d.ids) for d in row.documents) for row in microbatch)
     ids = torch.zeros(len(microbatch), length, dtype=torch.long)
@@ -123,11 +162,7 @@ def batched_sum(model: nn.Module, microbatch: Sequence[Row]) -> torch.Tensor:
     mask = torch.zeros(allowed.shape, dtype=dtype).masked_fill(~allowed, torch.finfo(dtype).min)[:, None]
     logits = model(input_ids=ids.to(device), position_ids=positions.to(device), attention_mask=mask.to(device),
                    use_cache=False).logits
-    targets = targets.to(device)
-    supervised = targets != IGNORE_INDEX
-    if not bool(supervised.any()):
-        return logits.sum() * 0.0
-    return F.cross_entropy(logits[supervised].to(torch.float64), targets[supervised], reduction="sum")
+    return _supervised_sum(logits, targets.to(device))
 
 
 def window_loss(model: nn.Module, ranks: Sequence[Sequence[Sequence[Row]]], rank_local: bool = False,

@@ -86,8 +86,7 @@ class WeightedLoop:
         before = [int((batch["labels"] != IGNORE_INDEX).sum()) for batch in microbatches]
         logged = 0.0
         for g, batch in enumerate(microbatches):
-            logits = model(input_ids=batch["input_ids"], attention_mask=batch.get("attention_mask"),
-                           position_ids=batch.get("position_ids") if self.positions else None, use_cache=False).logits
+            logits = self.logits(model, batch)
             loss = F.cross_entropy(logits[:, :-1].flatten(0, 1).float(), batch["labels"][:, 1:].flatten(),
                                    ignore_index=IGNORE_INDEX, reduction="sum") * self.weight(g, after, before)
             loss.backward()
@@ -99,6 +98,10 @@ class WeightedLoop:
         optimizer.step()
         optimizer.zero_grad(set_to_none=True)
         return logged
+
+    def logits(self, model, batch: dict) -> torch.Tensor:
+        return model(input_ids=batch["input_ids"], attention_mask=batch.get("attention_mask"),
+                     position_ids=batch.get("position_ids") if self.positions else None, use_cache=False).logits
 
 
 class MicrobatchMeanLoop(WeightedLoop):
@@ -121,3 +124,41 @@ LOGS_MEANS = WeightedLoop(lambda g, after, before: 1 / max(sum(after), 1), logs_
 #: torchtune's rule: each microbatch's after-shift mean times its before-shift count, over the window's before-shift count.
 TORCHTUNE_MEAN = WeightedLoop(lambda g, after, before: before[g] / (max(after[g], 1) * max(sum(before), 1)))
 MICROBATCH_MEAN = MicrobatchMeanLoop()
+
+
+# --- a loop that trains a model class of its own (as litgpt's and torchtune's do), one rank -----------------------
+
+
+class CumulativeLM(torch.nn.Module):
+    """A causal LM of no library's: each position's logits from the mean of the embeddings up to it, called as
+    ``model(ids) -> logits``, as litgpt's ``GPT`` and torchtune's ``TransformerDecoder`` are."""
+
+    def __init__(self, vocab_size: int = 32, width: int = 8):
+        super().__init__()
+        self.embed, self.head = torch.nn.Embedding(vocab_size, width), torch.nn.Linear(width, vocab_size)
+
+    def forward(self, ids: torch.Tensor) -> torch.Tensor:
+        steps = torch.arange(1, ids.shape[1] + 1, device=ids.device)[:, None]
+        return self.head(torch.tanh(self.embed(ids).cumsum(dim=1) / steps))
+
+
+def cumulative_lm(seed: int, dtype: torch.dtype) -> CumulativeLM:
+    """The loop's ``model_builder``: the same weights from ``seed`` in every dtype."""
+    from oracle.causal_lm import seeded
+
+    return seeded(CumulativeLM(), seed, dtype)
+
+
+class OwnModelLoop(WeightedLoop):
+    """:class:`WeightedLoop` on a :class:`CumulativeLM` of its own, which takes the ids alone (one document a row)."""
+
+    model_builder = staticmethod(cumulative_lm)
+
+    def logits(self, model, batch: dict) -> torch.Tensor:
+        return model(batch["input_ids"])
+
+
+#: The window rule on a model of the loop's own.
+OWN_MODEL = OwnModelLoop(lambda g, after, before: 1 / max(sum(after), 1))
+#: Each microbatch's own mean, averaged, on a model of the loop's own.
+OWN_MODEL_MEANS = OwnModelLoop(lambda g, after, before: 1 / (len(after) * max(after[g], 1)))

@@ -61,6 +61,7 @@ def test_litgpt_s_fit_is_named_per_microbatch_means(one_rank):
     assert not verdict["holds"] and verdict["kinds"] == ["normalisation"], verdict
     assert f"this run computes {PER_MICROBATCH}" in verdict["diagnosis"], verdict
     assert "litgpt.finetune.full.validate: skipped" in verdict["diagnosis"], "what was swapped is said"
+    assert verdict["model"] == "parity.training.causal.drivers.libraries.litgpt_fit:tiny_gpt", "litgpt's own GPT"
 
 
 @pytest.mark.needs("torchtune")
@@ -70,6 +71,7 @@ def test_torchtune_s_recipe_holds_where_no_first_label_is_supervised(one_rank):
     verdict = one_rank[TORCHTUNE]
     assert verdict["holds"], verdict
     assert "torchtune/training/memory.py:51-52" in verdict["diagnosis"], "the CPU no-ops are said"
+    assert verdict["model"] == "parity.training.causal.drivers.libraries.torchtune_recipe:tiny_llama3", "its own model"
 
 
 @pytest.mark.needs("torchtitan")

@@ -21,6 +21,7 @@ from parity.training.causal.record import CausalCase
 from parity.training.causal.verdict import causal_verdict
 from parity.training.launch.processes import launch
 from tests.causal.conftest import LOOPS, TWO_RANK_CASE, megatron_targets, on_corners
+from tests.causal.loops import OWN_MODEL, OWN_MODEL_MEANS
 
 pytestmark = [pytest.mark.distributed, pytest.mark.xdist_group("distributed")]
 
@@ -127,6 +128,26 @@ class _NeverSteps:
 def test_a_loop_that_never_steps_the_optimizer_breaks_the_contract():
     with pytest.raises(LoopContractError, match="called optimizer.step\\(\\) 0 times in window 0"):
         run_loop(_NeverSteps(), CausalCase(steps=1))
+
+
+def test_a_loop_that_trains_a_model_of_its_own_is_judged_on_a_float64_copy_of_that_model():
+    """The oracle runs the window rule on the model class the loop trained (its ``model_builder``), not on its own
+    tiny Llama: the correct loop holds, the per-microbatch mean is named (docs/causal-lm.md, The loop interface)."""
+    case = CausalCase(window_size=2, steps=2, rows_per_microbatch=2, max_length=8)
+    record = run_loop(OWN_MODEL, case)
+    assert record.model == "tests.causal.loops:cumulative_lm" and "embed.weight" in record.steps[0].grads
+    assert causal_verdict(case, [record]).holds
+    wrong = causal_verdict(case, [run_loop(OWN_MODEL_MEANS, case)])
+    assert not wrong.holds and wrong.diagnosis.startswith("this run computes each microbatch's own mean"), wrong.diagnosis
+
+
+class _LambdaModel(_NeverSteps):
+    model_builder = staticmethod(lambda seed, dtype: None)
+
+
+def test_a_model_builder_the_verdict_cannot_import_again_is_refused_before_any_run():
+    with pytest.raises(LoopContractError, match="model_builder: a model builder must be a function at the top of an"):
+        run_loop(_LambdaModel(), CausalCase(steps=1))
 
 
 def test_a_loop_target_that_is_no_loop_is_a_usage_error():

@@ -6,6 +6,7 @@ from __future__ import annotations
 from dataclasses import replace
 
 import torch
+import torch.nn.functional as F
 
 from oracle.causal_lm import (
     IGNORE_INDEX,
@@ -13,6 +14,7 @@ from oracle.causal_lm import (
     Row,
     batched_sum,
     document_sum,
+    seeded,
     tiny_causal_lm,
     window_count,
     window_loss,
@@ -20,6 +22,7 @@ from oracle.causal_lm import (
 from oracle.gpt_dataset import OracleGPTDataset
 from parity.strategies.dataset import UPSTREAM_PR_CASE
 from parity.training.causal.gpt_rows import sample_row
+from tests.causal.loops import CumulativeLM
 
 ANSWER = Document((5, 6, 7, 8, 9), (IGNORE_INDEX, IGNORE_INDEX, 7, 8, 9))
 PROMPT_ONLY = Document((10, 11, 12), (IGNORE_INDEX,) * 3)
@@ -64,3 +67,17 @@ def test_a_gpt_sample_s_loss_mask_is_the_row_s_count_in_either_attention_setting
             cuts = sum(t == config.eod_id for t in tokens[:-1]) if config.reset_attention_mask else 0
             assert len(row.documents) == cuts + 1
             assert [i for d in row.documents for i in d.ids[:-1]] == tokens, "each token an input once"
+
+
+def test_any_causal_model_is_judged_by_the_same_rule_and_its_batched_reference_is_its_own_sum():
+    """A model of another class (a library's; here tests/causal/loops.py's) is called as ``model(ids)``: the golden's per-document sum, and the
+    budget's batched reference (each document a row, right-padded) equal to it."""
+    model = seeded(CumulativeLM(), 3, torch.float64)
+    # the same weights in every dtype: the float32 model's are the float64 model's, rounded
+    assert torch.equal(seeded(CumulativeLM(), 3, torch.float32).head.weight, model.head.weight.float())
+    microbatch = [Row((ANSWER,)), Row((PROMPT_ONLY, ANSWER))]
+    separate = sum(document_sum(model, d) for row in microbatch for d in row.documents)
+    assert torch.allclose(batched_sum(model, microbatch).detach(), separate.detach(), rtol=1e-12)
+    expected = F.cross_entropy(model(torch.tensor([ANSWER.ids]))[0, :-1], torch.tensor(ANSWER.labels[1:]),
+                               ignore_index=-100, reduction="sum")
+    assert torch.allclose(document_sum(model, ANSWER).detach(), expected.detach(), rtol=1e-12)

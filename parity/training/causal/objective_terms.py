@@ -13,7 +13,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from oracle.causal_lm import IGNORE_INDEX, Row
+from oracle.causal_lm import IGNORE_INDEX, Row, next_token_logits
 
 #: A fitted weight within this share of the window rule's is the window rule's (the fit's own rounding is far below).
 SAME_WEIGHT = 1e-3
@@ -38,7 +38,7 @@ def joined_sum(model: nn.Module, row: Row) -> torch.Tensor:
     device = next(model.parameters()).device
     ids = torch.tensor([[token for document in row.documents for token in document.ids]], device=device)
     targets = torch.tensor(served_labels(row)[1:], device=device)
-    logits = model(input_ids=ids, use_cache=False).logits[0]
+    logits = next_token_logits(model, ids)[0]
     supervised = targets != IGNORE_INDEX
     if not bool(supervised.any()):
         return logits.sum() * 0.0

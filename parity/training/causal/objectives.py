@@ -21,9 +21,8 @@ from dataclasses import dataclass, field
 
 import torch
 
-from oracle.causal_lm import IGNORE_INDEX, Row, document_sum, tiny_causal_lm, window_loss
+from oracle.causal_lm import IGNORE_INDEX, Row, document_sum, window_loss
 from parity.budget import Comparison
-from parity.devices import torch_dtype
 from parity.training.causal.objective_terms import (
     departing_words,
     divided_by_nothing,
@@ -32,7 +31,7 @@ from parity.training.causal.objective_terms import (
     joined_sum,
     served_labels,
 )
-from parity.training.causal.record import CausalCase, CausalRecord, step_windows
+from parity.training.causal.record import CausalCase, CausalRecord, starting_model, step_windows
 from parity.training.step_compare import SIGNIFICANT, step_budgets
 
 
@@ -136,7 +135,7 @@ class _Step:
 def _replayed(case: CausalCase, records: Sequence[CausalRecord], joined: bool = False, until: int | None = None) -> list[_Step]:
     """The steps before ``until`` (every one by default) replayed; ``joined``: each row's documents joined, attending
     to each other (:func:`parity.training.causal.objective_terms.joined_sum`)."""
-    model = tiny_causal_lm(case.model_seed, torch_dtype(case.dtype)).to("cpu", torch.float64)
+    model = starting_model(case, records, torch.float64, "cpu")
     starts = [dict(model.named_parameters()), *(s.params for s in records[0].steps[:-1])]
     steps = []
     for ranks, weights in list(zip(step_windows(records), starts, strict=True))[:until]:

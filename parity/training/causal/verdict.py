@@ -1,7 +1,8 @@
 """A causal-LM run beside the oracle, and its verdict (docs/causal-lm.md, The verdict).
 
 The oracle is the window rule, :func:`oracle.causal_lm.window_step`, over every rank's rows of each window: the
-golden in float64 on the CPU from the run's own starting weights, and three references in the working dtype the
+golden in float64 on the CPU from the run's own starting weights (of the model class the run trained: the oracle's
+tiny Llama, or a library's own, :func:`parity.training.causal.record.starting_model`), and three references in the working dtype the
 budget is derived from (docs/budget.md): the windows reversed (microbatches and rows) and each microbatch batched in
 one padded forward as trainers run it, both along the oracle's own trajectory, and in order from the target's
 parameters before each step. Every rank's logged loss, every gradient
@@ -15,13 +16,13 @@ from collections.abc import Sequence
 
 import torch
 
-from oracle.causal_lm import tiny_causal_lm, window_step
+from oracle.causal_lm import window_step
 from parity.budget import along_trajectory, before_each
 from parity.compare import Verdict, judge
 from parity.devices import torch_dtype
 from parity.training.causal.objective_terms import finite_step
 from parity.training.causal.objectives import name_causal_objective
-from parity.training.causal.record import CausalCase, CausalRecord, step_windows
+from parity.training.causal.record import CausalCase, CausalRecord, starting_model, step_windows
 from parity.training.step_compare import compare_steps
 
 
@@ -33,7 +34,7 @@ def oracle_steps(case: CausalCase, records: Sequence[CausalRecord], dtype: torch
                  reverse: bool = False, along: Sequence | None = None, batched: bool = False) -> list:
     """The window rule over the run's windows in ``dtype``, from the weights the run started from (each rank its own
     count where the case says so; each microbatch in one padded forward when ``batched``)."""
-    model = tiny_causal_lm(case.model_seed, torch_dtype(case.dtype)).to(device, dtype)
+    model = starting_model(case, records, dtype, device)
     windows = [_reversed(ranks) if reverse else ranks for ranks in step_windows(records)]
     starts = [None] * len(windows) if along is None else before_each(along)
     rank_local = not case.average_tokens_across_devices

@@ -6,8 +6,8 @@ megatron-core's schedule, a research script): it runs forward and backward itsel
 way, and steps the optimizer. So the harness asks of a loop only what every such loop has: a way to wrap the model
 for data parallelism once (DDP, FSDP2's ``fully_shard``, megatron's own DDP) and one optimizer step over a window
 of microbatches. The driver owns everything else, so that what is judged is the loop's normalisation alone: it
-builds the oracle's tiny model from the case's seed, plain SGD at the case's learning rate, serves each window
-of the case's rows as batches, and reads the gradients the optimizer is handed (a step pre-hook: whatever the
+builds the model from the case's seed (the oracle's tiny Llama, or the loop's own ``model_builder``'s), plain SGD
+at the case's learning rate, serves each window of the case's rows as batches, and reads the gradients the optimizer is handed (a step pre-hook: whatever the
 loop did to them, scaling, reducing, copying megatron's ``main_grad``, is done by then) and the parameters after.
 """
 
@@ -26,7 +26,7 @@ from oracle.causal_lm import tiny_causal_lm
 from oracle.window_reference import StepResult
 from parity.devices import torch_dtype
 from parity.training.causal.drivers.batches import collate_rows
-from parity.training.causal.record import CausalCase, CausalRecord
+from parity.training.causal.record import CausalCase, CausalRecord, builder_name
 from parity.training.causal.rows import case_rows
 
 
@@ -40,7 +40,11 @@ class CausalLoop(Protocol):
     keyword ``settings`` (a :class:`LoopSettings`), handed only to a method that names it; and ``supports``, a
     mapping of a setting's name (``average_tokens_across_devices``, ``dtype``) to the values the loop follows: a
     case asking another is declined, naming why, never judged. A loop told nothing is judged on the count over
-    every rank only (docs/causal-lm.md, The loop interface)."""
+    every rank only (docs/causal-lm.md, The loop interface). And ``model_builder``, for a loop that trains a model
+    class of its own (a library's): a function at the top of a module, ``(seed, dtype) -> nn.Module``, the same
+    weights from the same seed in every dtype (``oracle.causal_lm.seeded``), its vocabulary at least the rows'
+    (``oracle.causal_lm.TINY_CAUSAL_CONFIG["vocab_size"]``); the oracle then runs a float64 copy of that model.
+    Without one the loop trains the oracle's tiny Llama."""
 
     def prepare(self, model: nn.Module) -> nn.Module:
         """Once, before the optimizer is built: the model as the loop trains it (wrapped in DDP, sharded, or itself).
@@ -152,7 +156,12 @@ def run_loop(loop: CausalLoop, case: CausalCase) -> CausalRecord:
     rank = dist.get_rank() if dist.is_initialized() else 0
     settings = loop_settings(case, rank, dist.get_world_size() if dist.is_initialized() else 1)
     windows = case_rows(case)[rank]
-    model = tiny_causal_lm(case.model_seed, torch_dtype(case.dtype)).to(case.device)
+    builder = getattr(loop, "model_builder", None) or tiny_causal_lm
+    try:
+        model_name = builder_name(builder)
+    except ValueError as error:
+        raise LoopContractError(f"{type(loop).__name__}.model_builder: {error}") from None
+    model = builder(case.model_seed, torch_dtype(case.dtype)).to(case.device)
     trained = _with_settings(loop.prepare, settings, model)
     named = dict(model.named_parameters())  # after prepare: fully_shard swaps in sharded parameters of the same names
     optimizer = torch.optim.SGD(trained.parameters(), lr=case.lr)
@@ -170,5 +179,5 @@ def run_loop(loop: CausalLoop, case: CausalCase) -> CausalRecord:
         params = {name: _whole(p) for name, p in named.items()}
         steps.append(StepResult(torch.tensor(float(loss), dtype=torch.float64), handed[k], params))
     return CausalRecord([[list(rows) for rows in window] for window in windows], steps,
-                        patched=list(getattr(trained, "patched", ())))
+                        patched=list(getattr(trained, "patched", ())), model=model_name)
 

@@ -54,7 +54,7 @@ def main(argv: list[str] | None = None) -> int:
         if dist.get_rank() == 0:
             verdict = causal_verdict(case, records)
             print(json.dumps({"loop": name, "holds": verdict.holds, "kinds": verdict.failure_kinds,
-                              "diagnosis": verdict.diagnosis}), flush=True)
+                              "diagnosis": verdict.diagnosis, "model": records[0].model}), flush=True)
     dist.destroy_process_group()
     return 0
 

@@ -40,6 +40,7 @@ def _plain(record: CausalRecord) -> dict:
         "steps": [{"loss": step.loss, "grads": step.grads, "params": step.params} for step in record.steps],
         "findings": [[f.kind, f.message, f.step, f.rank, f.phase] for f in record.findings],
         "patched": list(record.patched),
+        "model": record.model,
     }
 
 
@@ -47,7 +48,8 @@ def _record(plain: dict) -> CausalRecord:
     windows = [[[Row(tuple(Document(tuple(ids), tuple(labels)) for ids, labels in row)) for row in microbatch]
                 for microbatch in window] for window in plain["windows"]]
     steps = [StepResult(step["loss"], step["grads"], step["params"]) for step in plain["steps"]]
-    return CausalRecord(windows, steps, [Finding(*finding) for finding in plain["findings"]], list(plain["patched"]))
+    return CausalRecord(windows, steps, [Finding(*finding) for finding in plain["findings"]], list(plain["patched"]),
+                        plain["model"])
 
 
 def run_on_ranks(driver: str, targets: Sequence[str], case: CausalCase,

@@ -7,7 +7,8 @@ shifted logits and targets (full.py:282-284), ``fabric.backward(loss / gradient_
 ``litgpt.finetune.full`` are swapped for the call and put back, none on the training step's path: ``Tokenizer``
 (full.py:226 reads tokenizer files), ``validate`` (full.py:247, the "Verifying settings" pass, its result unused) and
 ``generate_example`` (full.py:328, never reached: ``eval.interval`` lies beyond the run). The batches are made by
-litgpt's own SFT collate (``litgpt.data.base.get_sft_collate_fn``) from the window's rows.
+litgpt's own SFT collate (``litgpt.data.base.get_sft_collate_fn``) from the window's rows. The model is litgpt's own
+``GPT`` at a tiny config (:func:`tiny_gpt`), which the oracle copies in float64.
 
 Ranks: litgpt's ``setup`` picks ``FSDPStrategy`` for several devices (full.py:107-116), but Lightning refuses FSDP on
 a CPU (lightning/fabric/connector.py: "FSDP is only available on GPU"), so the loop runs Fabric's ``ddp`` strategy
@@ -27,6 +28,7 @@ from pathlib import Path
 import torch
 import torch.distributed as dist
 
+from oracle.causal_lm import seeded
 from parity.training.causal.drivers.libraries.common import swapped, world
 
 #: What had to change to run litgpt's fit here (the verdict says it).
@@ -45,18 +47,19 @@ class _NoTokenizer:
         pass
 
 
-class LitgptModel(torch.nn.Module):
-    """The harness's model as litgpt's ``fit`` calls its ``GPT``: ``model(input_ids) -> logits``, with the
-    ``max_seq_length`` it sets and the ``config.block_size`` it prints."""
+#: litgpt's ``GPT`` at the size of the oracle's tiny Llama: its Llama-style blocks (RMSNorm, ``LLaMAMLP``, rotary on
+#: every dimension, one key-value head, no biases), the rows' vocabulary, an untied head.
+TINY_GPT = dict(name="parity-tiny", block_size=64, vocab_size=32, padded_vocab_size=32, n_layer=2, n_head=2, n_embd=16,
+                n_query_groups=1, intermediate_size=32, rotary_percentage=1.0, parallel_residual=False, bias=False,
+                norm_class_name="RMSNorm", mlp_class_name="LLaMAMLP")
 
-    def __init__(self, inner: torch.nn.Module):
-        super().__init__()
-        self.inner = inner
-        self.max_seq_length = None
-        self.config = type("Config", (), {"block_size": inner.config.max_position_embeddings})()
 
-    def forward(self, input_ids: torch.Tensor) -> torch.Tensor:
-        return self.inner(input_ids=input_ids, use_cache=False).logits
+def tiny_gpt(seed: int, dtype: torch.dtype) -> torch.nn.Module:
+    """litgpt's own model class at a tiny config, its weights drawn from ``seed`` (the loop's ``model_builder``)."""
+    from litgpt.config import Config
+    from litgpt.model import GPT
+
+    return seeded(GPT(Config(**TINY_GPT)), seed, dtype)
 
 
 def _precision(dtype: str) -> str:
@@ -68,6 +71,7 @@ class LitgptFitLoop:
     over every rank only in the sense that it is never told another: ``supports`` says so."""
 
     supports = {"average_tokens_across_devices": (True,)}
+    model_builder = staticmethod(tiny_gpt)
 
     def prepare(self, model: torch.nn.Module, *, settings) -> torch.nn.Module:
         import lightning
@@ -78,7 +82,7 @@ class LitgptFitLoop:
                                        strategy="ddp" if self.world > 1 else "auto",
                                        precision=_precision(settings.dtype))
         self.fabric.launch()
-        wrapped = self.fabric.setup(model if hasattr(model, "max_seq_length") else LitgptModel(model))
+        wrapped = self.fabric.setup(model)
         wrapped.patched = [*PATCHED, DDP] if self.world > 1 else list(PATCHED)
         return wrapped
 

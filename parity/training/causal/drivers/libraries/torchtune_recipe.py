@@ -16,8 +16,9 @@ the recipe's own. The logged loss is the one the recipe writes into its progress
 
 On a CPU, ``train()``'s first line, ``training.cleanup_before_training()`` (torchtune/training/memory.py:51-52),
 calls ``torch.cpu.empty_cache()`` and ``torch.cpu.reset_peak_memory_stats()``, which torch's CPU namespace lacks:
-both are made no-ops where missing. The harness's model is called as the recipe calls its ``TransformerDecoder``,
-``model(tokens=..., input_pos=...)``, its logits chunked as ``set_num_output_chunks`` asks (:class:`TorchtuneModel`).
+both are made no-ops where missing. The model is torchtune's own ``TransformerDecoder`` at a tiny config
+(:func:`tiny_llama3`), which the oracle copies in float64; packed rows come with the positions and the block-causal
+mask torchtune's packed collate makes (:func:`packed_mask`).
 """
 
 from __future__ import annotations
@@ -29,6 +30,7 @@ from pathlib import Path
 
 import torch
 
+from oracle.causal_lm import seeded
 from parity.training.causal.drivers.libraries.common import rank, swapped, world
 
 RECIPE = "full_finetune_distributed"
@@ -96,21 +98,28 @@ class _Nothing:
         pass
 
 
-class TorchtuneModel(torch.nn.Module):
-    """The harness's model as the recipe calls torchtune's ``TransformerDecoder``: ``model(tokens=..., mask=...,
-    input_pos=...)`` to logits, a list of ``num_output_chunks`` sequence chunks once ``set_num_output_chunks`` is
-    called (transformer.py's ``chunked_output``); ``input_pos`` (torchtune's packed positions) as ``position_ids``."""
+def tiny_llama3(seed: int, dtype: torch.dtype) -> torch.nn.Module:
+    """torchtune's own ``TransformerDecoder`` from its ``llama3`` builder at the size of the oracle's tiny Llama (two
+    layers, two heads, one key-value head, the rows' vocabulary, an untied head), its weights drawn from ``seed``
+    (the loop's ``model_builder``)."""
+    from torchtune.models.llama3 import llama3
 
-    def __init__(self, inner: torch.nn.Module):
-        super().__init__()
-        self.inner, self.chunks = inner, 0
+    model = llama3(vocab_size=32, num_layers=2, num_heads=2, num_kv_heads=1, embed_dim=16, max_seq_len=64,
+                   intermediate_dim=32)
+    return seeded(model, seed, dtype)
 
-    def set_num_output_chunks(self, chunks: int) -> None:
-        self.chunks = chunks
 
-    def forward(self, tokens, mask=None, input_pos=None):
-        logits = self.inner(input_ids=tokens, position_ids=input_pos, use_cache=False).logits
-        return list(logits.chunk(self.chunks, dim=1)) if self.chunks else logits
+def packed_mask(positions: torch.Tensor):
+    """The mask torchtune's packed collate (``torchtune.data.padded_collate_packed``) hands the model with packed rows:
+    its own ``packed_block_causal_mask`` over each row's sequence lengths, a new sequence wherever the positions
+    restart (the padding one more, as torchtune packs it)."""
+    from torchtune.modules.attention_utils import packed_block_causal_mask
+
+    seq_lens = []
+    for row in positions.tolist():
+        starts = [i for i, position in enumerate(row) if position == 0] + [len(row)]
+        seq_lens.append(torch.tensor([end - start for start, end in zip(starts, starts[1:])]))
+    return packed_block_causal_mask(seq_lens=seq_lens)
 
 
 def _is_layer(name: str, module: torch.nn.Module) -> bool:
@@ -124,14 +133,13 @@ class TorchtuneRecipeLoop:
     follows the count over every rank only: ``supports`` says so, and a case asking each rank's own is declined."""
 
     supports = {"average_tokens_across_devices": (True,)}
+    model_builder = staticmethod(tiny_llama3)
 
     def prepare(self, model: torch.nn.Module, *, settings) -> torch.nn.Module:
         from torchtune import training
         from torchtune.modules.loss import CEWithChunkedOutputLoss
 
         self.recipe, self.loss, self.steps = load_recipe(), CEWithChunkedOutputLoss(), 0
-        if not hasattr(model, "set_num_output_chunks"):
-            model = TorchtuneModel(model)
         training.shard_model(model, [_is_layer], cpu_offload=False, reshard_after_forward=True)
         model.set_num_output_chunks(self.loss.num_output_chunks)
         model.patched = [*PATCHED, *(cpu_shims() if settings.device == "cpu" else ())]
@@ -154,7 +162,8 @@ class TorchtuneRecipeLoop:
             activations_handling_ctx=contextlib.nullcontext(),
             ignore_labels_cache=torch.full((rows, 1), self.loss.ignore_index, device=settings.device),
             _dataloader=_Window([{"tokens": batch["input_ids"], "labels": batch["labels"],
-                                  **({"input_pos": batch["position_ids"]} if "position_ids" in batch else {})}
+                                  **({"input_pos": batch["position_ids"], "mask": packed_mask(batch["position_ids"])}
+                                     if "position_ids" in batch else {})}
                                  for batch in microbatches]),
         )
         described: list[str] = []
