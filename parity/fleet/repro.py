@@ -24,31 +24,13 @@ is not honest data with one line each (exit 2), the others still written up.
 from __future__ import annotations
 
 import shlex
-import subprocess
-import sys
 import tempfile
-from dataclasses import dataclass
 from pathlib import Path
 
 from parity.fleet.kept_failures import remembered_failures
+from parity.fleet.repro_check import Reproducer, failure_line, run_file
 from parity.fleet.repro_files import MEGATRON, slug, write_harness_reproducer, writer_for
 from parity.targets import Target, get_target
-
-
-@dataclass
-class Reproducer:
-    """One written file and what checking it found."""
-
-    property: str
-    path: Path
-    standalone: bool
-    fails_on_target: bool
-    passes_on_fixed: bool | None  # None: no fixed companion to hold it to
-    message: str
-
-    @property
-    def kept(self) -> bool:
-        return self.fails_on_target and self.passes_on_fixed is not False
 
 
 # --- hunting, checking, keeping ---------------------------------------------------------------------
@@ -87,29 +69,12 @@ gpt_dataset.GPTDataset = fixed_class()
 '''
 
 
-def run_file(path: Path, conftest: str | None = None, python: str = sys.executable) -> subprocess.CompletedProcess:
-    """``pytest FILE`` in a folder of its own (with ``conftest`` beside it), as a maintainer runs it."""
-    with tempfile.TemporaryDirectory(prefix="parity-repro-") as folder:
-        copy = Path(folder) / path.name
-        copy.write_text(path.read_text())
-        if conftest:
-            (Path(folder) / "conftest.py").write_text(conftest)
-        return subprocess.run([python, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-p", "no:parity", copy.name],
-                              cwd=folder, capture_output=True, text=True, timeout=600)
-
-
-def _failure_line(result: subprocess.CompletedProcess) -> str:
-    """What the file's failing assertion said (pytest's ``E`` lines, the first two), or pytest's last line."""
-    lines = [line[4:].strip() for line in result.stdout.splitlines() if line.startswith("E   ")]
-    last = result.stdout.strip().splitlines()[-1:] or [""]
-    return " ".join(lines[:2]) or last[0]
-
-
 def write_reproducers(target: Target, out: Path, properties: list[str] | None = None, max_examples: int = 200,
                       say=print, kept: dict[str, dict] | None = None) -> list[Reproducer]:
     """Hunt each applicable property on ``target``; for each that fails, write, check and keep a reproducer.
     ``kept``: property -> failing arguments a pytest run kept (:func:`remembered_failures`), written up
     without hunting; the properties it does not name are left alone."""
+    from parity.fleet.repro_loops import write_loop_reproducers, writes_up_loop
     from parity.table.rows import PROPERTIES
 
     out.mkdir(parents=True, exist_ok=True)
@@ -118,7 +83,8 @@ def write_reproducers(target: Target, out: Path, properties: list[str] | None = 
         if properties and prop.name not in properties:
             continue
         writer = writer_for(prop)
-        if writer is None or not prop.applies_to(target) or "cuda" == prop.devices[0]:
+        loop = writes_up_loop(prop, target)
+        if (writer is None and not loop) or not prop.applies_to(target) or "cuda" == prop.devices[0]:
             continue
         if kept is not None:
             if prop.name not in kept:
@@ -134,6 +100,9 @@ def write_reproducers(target: Target, out: Path, properties: list[str] | None = 
             failing = found.failing_args[0]
         command = shlex.join(["python", "-m", "parity", "repro", "--target", target.name, "--property", prop.name,
                               "--out", str(out)])
+        if loop:  # a field's own loop: a file per defect, needing only the library (parity.fleet.repro_loops)
+            written += write_loop_reproducers(prop, target, failing, command, out, say)
+            continue
         text = writer(prop, target, failing, command)
         if text is None:
             say(f"{prop.name}: fails, but not as one sample a file can show; run the suite for its report")
@@ -150,7 +119,7 @@ def write_reproducers(target: Target, out: Path, properties: list[str] | None = 
                 fixed_path.write_text(fixed_text)
                 passes = run_file(fixed_path, FIXED_MEGATRON_CONFTEST if target.name in MEGATRON else None).returncode == 0
         reproducer = Reproducer(prop.name, path, writer is not write_harness_reproducer, result.returncode == 1, passes,
-                                _failure_line(result))
+                                failure_line(result))
         if not reproducer.kept:
             path.unlink()
             say(f"{prop.name}: the written file did not reproduce (fails on the target: {reproducer.fails_on_target}, "
@@ -176,6 +145,7 @@ def add_repro_arguments(parser) -> None:
 def repro_main(parser, args, say) -> int:
     """Exit 0 when at least one reproducer was written and kept, 1 when none was (nothing failed, or no file
     reproduced), 2 for a usage error (before any work) or a kept file refused (after the others are written up)."""
+    from parity.fleet.repro_loops import writes_up_loop
     from parity.safety.usage import check_at_least
     from parity.table.rows import PROPERTIES
     from parity.targets import TargetLoadError, UnknownTargetError
@@ -183,7 +153,7 @@ def repro_main(parser, args, say) -> int:
     try:
         target = get_target(args.target)
         check_at_least("--examples", args.examples, 1)
-        known = {prop.name for prop in PROPERTIES if writer_for(prop) is not None}
+        known = {prop.name for prop in PROPERTIES if writer_for(prop) is not None or writes_up_loop(prop, target)}
         for name in args.property:
             if name not in known:
                 raise ValueError(f"--property {name!r}: a reproducer is written for {', '.join(sorted(known))}")

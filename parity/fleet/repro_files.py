@@ -46,7 +46,7 @@ def _documents(documents, indent: str = "    ") -> str:
     return "[\n" + "".join(f"{indent}{_array(document)},\n" for document in documents) + indent[:-4] + "]"
 
 
-def _versions(*packages: str) -> str:
+def versions(*packages: str) -> str:
     found = []
     for package in packages:
         try:
@@ -60,7 +60,7 @@ def _header(prop, target: Target, command: str, packages: tuple[str, ...], sente
     return textwrap.dedent(f'''\
         """{target.name}: {prop.name} fails: {sentence}
 
-        Failed on {_versions(*packages)}.
+        Failed on {versions(*packages)}.
         Regenerate: {command}
         Written by the parity harness (python -m parity repro); it needs only the packages it imports.
         """

@@ -124,6 +124,8 @@ LOGS_MEANS = WeightedLoop(lambda g, after, before: 1 / max(sum(after), 1), logs_
 #: torchtune's rule: each microbatch's after-shift mean times its before-shift count, over the window's before-shift count.
 TORCHTUNE_MEAN = WeightedLoop(lambda g, after, before: before[g] / (max(after[g], 1) * max(sum(before), 1)))
 MICROBATCH_MEAN = MicrobatchMeanLoop()
+#: A rule outside the known list: the window rule with the window's first microbatch weighed half again.
+FIRST_HALF_AGAIN = WeightedLoop(lambda g, after, before: (1.5 if g == 0 else 1.0) / max(sum(after), 1))
 
 
 # --- a loop that trains a model class of its own (as litgpt's and torchtune's do), one rank -----------------------

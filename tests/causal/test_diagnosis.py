@@ -93,26 +93,25 @@ def test_a_forward_that_joins_a_packed_row_s_documents_is_the_forward_s_fault():
 
 
 @pytest.mark.parametrize("case", [PACKED, pytest.param(UNPACKED, marks=pytest.mark.long)], ids=["packed", "unpacked"])
-def test_torchtune_s_mean_times_before_count_is_named_term_by_term(case):
-    """Each microbatch's after-shift mean times its before-shift count, over the window's before-shift count: outside
-    the known normalisations, named by the microbatches it weighs off and by how much."""
+def test_torchtune_s_mean_times_before_count_is_named(case):
+    """Each microbatch's after-shift mean times its before-shift count, over the window's before-shift count: named
+    as torchtune's recipe, never as transformers' count before the shift (which weighs every microbatch alike)."""
     judged = verdict(loops.TORCHTUNE_MEAN, case)
     assert "normalisation" in judged.failure_kinds
+    assert judged.diagnosis.startswith("this run computes each microbatch's mean after the shift times its count before "
+                                       "it"), judged.diagnosis
+    assert "torchtune 0.6.1's full-finetune recipe" in judged.diagnosis
+
+
+def test_a_rule_outside_the_list_is_named_term_by_term():
+    """The window rule with its first microbatch weighed half again: no known normalisation, so the diagnosis names
+    the microbatch it weighs off, and by how much; the others keep the rule's weight and are not listed."""
+    judged = verdict(loops.FIRST_HALF_AGAIN, PACKED)
     assert "matches none of the known normalisations" in judged.diagnosis
     assert "term by term, one weight per microbatch explains the run" in judged.diagnosis, judged.diagnosis
-    rows = case_rows(case)[0][0]
-    for g, microbatch in enumerate(rows):  # the ratio each microbatch is weighted by: (B_g / N_g) / (B / N)
-        after = sum(row.supervised for row in microbatch)
-        before = sum(sum(label != IGNORE_INDEX for label in served_labels(row)) for row in microbatch)
-        everything = [row for m in rows for row in m]
-        ratio = (before / after) / (sum(sum(label != IGNORE_INDEX for label in served_labels(row)) for row in everything)
-                                    / sum(row.supervised for row in everything))
-        said = re.search(rf"step 0 microbatch {g} \({after} supervised after the shift, {before} before\) ([0-9.e+-]+) x",
-                         judged.diagnosis)
-        if abs(ratio - 1) > 1e-3:
-            assert said and float(said.group(1)) == pytest.approx(ratio, rel=1e-3), judged.diagnosis
-        else:
-            assert said is None, judged.diagnosis
+    said = re.findall(r"step 0 microbatch (\d) \(\d+ supervised after the shift, \d+ before\) ([0-9.e+-]+) x",
+                      judged.diagnosis)
+    assert [(g, float(ratio)) for g, ratio in said] == [("0", pytest.approx(1.5, rel=1e-3))], judged.diagnosis
 
 
 def test_the_fitted_weights_are_the_ones_the_gradients_were_made_of():

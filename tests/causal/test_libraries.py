@@ -106,13 +106,13 @@ def test_each_rank_s_own_count_is_declined_by_all_three():
 @pytest.mark.needs("torchtune")
 def test_torchtune_weighs_each_microbatch_by_its_count_before_the_shift_over_after():
     """A row's first label supervised: microbatch 0 counts 2 after the shift and 2 before, microbatch 1 counts 6 and
-    7, the window 8 and 9. The recipe's weight of microbatch g is (before_g / after_g) / 9 where the rule's is 1 / 8:
-    8/9 = 0.8889 and 56/54 = 1.037 of the rule's. The harness reads both weights term by term (no objective of its
-    list is this one)."""
+    7, the window 8 and 9. The recipe's weight of microbatch g is (before_g / after_g) / 9 where the rule's is 1 / 8
+    (8/9 and 56/54 of the rule's): named as the recipe's rule, with its lines."""
     verdict = verdicts(1, FIRST_LABEL, [TORCHTUNE])[TORCHTUNE]
-    assert not verdict["holds"] and verdict["kinds"] == ["normalisation"], verdict
-    assert "(2 supervised after the shift, 2 before) 0.8889 x" in verdict["diagnosis"], verdict
-    assert "(6 supervised after the shift, 7 before) 1.037 x" in verdict["diagnosis"], verdict
+    assert not verdict["holds"] and "normalisation" in verdict["kinds"], verdict
+    assert verdict["diagnosis"].startswith("this run computes each microbatch's mean after the shift times its count "
+                                           "before it"), verdict
+    assert "recipes/full_finetune_distributed.py:778-829" in verdict["diagnosis"], verdict
 
 
 @pytest.mark.needs("torchtune")

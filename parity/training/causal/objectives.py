@@ -43,6 +43,7 @@ class Place:
     row_before: int  # ... before the shift (labels != -100 as served, the first label included)
     rows: int  # of its microbatch
     microbatch: int  # the microbatch's supervised positions after the shift
+    microbatch_before: int  # ... before the shift, on the labels as served
     window: int  # microbatches of the rank's window (the accumulation steps)
     rank: int  # the rank's window's supervised positions after the shift
     all: int  # every rank's
@@ -81,6 +82,11 @@ def alternatives(case: CausalCase, world: int) -> list[CausalObjective]:
                         "on the labels as served (the first label of each row counted, though nothing predicts it; a "
                         "packed row's later documents served theirs as -100): transformers 5.5 to 5.9",
                         lambda p: right(p) * max(p.all, 1) / max(p.all_before, 1)),
+        CausalObjective("mean times its count before the shift", "each microbatch's mean after the shift times its "
+                        "count before it (labels != -100 as served), the window's sum of those over its count before "
+                        "the shift over every rank: torchtune 0.6.1's full-finetune recipe "
+                        "(recipes/full_finetune_distributed.py:778-829)",
+                        lambda p: p.microbatch_before / (max(p.microbatch, 1) * max(p.all_before, 1))),
         CausalObjective("divided twice", "the window's count, then divided again by the accumulation steps",
                         lambda p: right(p) / p.window),
     ]
@@ -107,8 +113,9 @@ def _places(ranks: Sequence[Sequence[Sequence[Row]]]) -> list[Place]:
         rank = sum(row.supervised for m in microbatches for row in m)
         for microbatch in microbatches:
             count = sum(row.supervised for row in microbatch)
-            places += [Place(row.supervised, _before(row), len(microbatch), count, len(microbatches), rank, every,
-                             every_before, len(ranks)) for row in microbatch]
+            count_before = sum(_before(row) for row in microbatch)
+            places += [Place(row.supervised, _before(row), len(microbatch), count, count_before, len(microbatches), rank,
+                             every, every_before, len(ranks)) for row in microbatch]
     return places
 
 

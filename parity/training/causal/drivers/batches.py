@@ -23,7 +23,7 @@ from oracle.causal_lm import IGNORE_INDEX, Document, Row
 PAD_ID = 0
 
 
-def _flat(row: Row) -> tuple[list[int], list[int], list[int]]:
+def flat_row(row: Row) -> tuple[list[int], list[int], list[int]]:
     """(ids, labels, positions) of the row's documents side by side."""
     ids, labels, positions = [], [], []
     for k, document in enumerate(row.documents):
@@ -37,7 +37,7 @@ def collate_rows(rows: Sequence[Row], packed: bool) -> dict:
     """One microbatch of ``rows``: ``input_ids`` and ``labels``, with an ``attention_mask`` or, packed (or a row of
     several documents among them, whatever the case says), restarting ``position_ids`` and ``use_cache=False``."""
     packed = packed or any(len(row.documents) > 1 for row in rows)  # an attention mask would join the documents
-    flat = [_flat(row) for row in rows]
+    flat = [flat_row(row) for row in rows]
     longest = max(len(ids) for ids, _, _ in flat)
     batch = {
         "input_ids": torch.tensor([ids + [PAD_ID] * (longest - len(ids)) for ids, _, _ in flat]),

@@ -12,7 +12,9 @@ litgpt's own SFT collate (``litgpt.data.base.get_sft_collate_fn``) from the wind
 
 Ranks: litgpt's ``setup`` picks ``FSDPStrategy`` for several devices (full.py:107-116), but Lightning refuses FSDP on
 a CPU (lightning/fabric/connector.py: "FSDP is only available on GPU"), so the loop runs Fabric's ``ddp`` strategy
-over the launch's process group: it averages the ranks' gradients as FSDP does. On CUDA the same ``ddp`` is used
+over the launch's process group: it averages the ranks' gradients as FSDP does. Its buffers are not broadcast (FSDP
+does not either): ``fit`` sizes the rotary cache to each rank's own longest row (full.py:230), and DDP's broadcast of
+buffers of unequal sizes would abort the ranks. On CUDA the same ``ddp`` is used
 (litgpt's FSDP with the harness's optimizer over flat parameters was not tried). ``fit`` calls ``model(input_ids)``
 alone (full.py:282): no ``position_ids``, so a packed row's documents attend to each other, as they would in litgpt.
 
@@ -38,8 +40,9 @@ PATCHED = (
     "litgpt.finetune.full.generate_example: never reached (eval.interval beyond the run)",
 )
 #: Said on two ranks or more, where litgpt's setup would pick FSDP (full.py:107-116).
-DDP = ("Fabric strategy 'ddp' instead of litgpt's FSDPStrategy (Lightning refuses FSDP on a CPU; both average the "
-       "ranks' gradients)")
+DDP = ("Fabric strategy 'ddp' without buffer broadcasts instead of litgpt's FSDPStrategy (Lightning refuses FSDP on a "
+       "CPU; both average the ranks' gradients, and neither broadcasts the rotary cache each rank sizes to its own "
+       "longest row, full.py:230)")
 
 
 class _NoTokenizer:
@@ -75,11 +78,12 @@ class LitgptFitLoop:
 
     def prepare(self, model: torch.nn.Module, *, settings) -> torch.nn.Module:
         import lightning
+        from lightning.fabric.strategies import DDPStrategy
 
         self.world, self.steps = world(), 0
         accelerator = "cuda" if settings.device.startswith("cuda") else "cpu"
         self.fabric = lightning.Fabric(accelerator=accelerator, devices=self.world,
-                                       strategy="ddp" if self.world > 1 else "auto",
+                                       strategy=DDPStrategy(broadcast_buffers=False) if self.world > 1 else "auto",
                                        precision=_precision(settings.dtype))
         self.fabric.launch()
         wrapped = self.fabric.setup(model)
