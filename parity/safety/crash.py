@@ -99,6 +99,22 @@ def raised_in(described: str) -> tuple[str, str | None, str | None] | None:
     return (match[1], match[3], match[2]) if match else None
 
 
+#: A whole line :func:`describe_raised` wrote: ``ExceptionType: message at path:line (in function)...``.
+_DESCRIBED = re.compile(r"^(?P<type>[A-Za-z_][\w.]*): .* at (?P<where>\S+:\d+ \(in \w+\)(?:, called from .*)?)$")
+#: Where the harness's own code lies: an error raised there is the harness's, never a target's crash.
+_HARNESS = ("parity/", "oracle/")
+
+
+def signature_of(described: str) -> str | None:
+    """``ExceptionType at path:line (in function)`` read back from a line :func:`describe_raised` wrote in another
+    process (a rank's error file), when it was raised outside the harness's own code: what a target's
+    ``known_crashes`` match; None for any other line."""
+    match = _DESCRIBED.match(described)
+    if match is None or match["where"].startswith(_HARNESS):
+        return None
+    return f"{match['type']} at {match['where']}"
+
+
 def _message(error: BaseException) -> str:
     """The error's message; for a DataLoader worker's, the worker's own (the last line of its traceback)."""
     text = str(error)
@@ -134,6 +150,15 @@ class TargetCrashed(Exception):
         self.where = raised_where(error)
         self.signature = signature(error)
         super().__init__(f"the target raised {describe_raised(error)} while {what}")
+
+
+class TargetCrashedOnRank(TargetCrashed):
+    """The target raised on a rank of a launch: the rank's own words are all this process has of it, its signature
+    read back from them (:func:`signature_of`); judged as any :class:`TargetCrashed` is, known or not."""
+
+    def __init__(self, message: str, signature: str):  # no error object here: it was raised in another process
+        self.error, self.where, self.signature = None, signature.partition(" at ")[2], signature
+        Exception.__init__(self, f"the target raised on a rank: {message}")
 
 
 def call_target(what: str, function: Callable[..., Any], *args: Any) -> Any:

@@ -164,3 +164,15 @@ class OwnModelLoop(WeightedLoop):
 OWN_MODEL = OwnModelLoop(lambda g, after, before: 1 / max(sum(after), 1))
 #: Each microbatch's own mean, averaged, on a model of the loop's own.
 OWN_MODEL_MEANS = OwnModelLoop(lambda g, after, before: 1 / (len(after) * max(after[g], 1)))
+
+
+class RaisingLoop(WeightedLoop):
+    """The window rule's loop that raises once its optimizer has stepped, as torchtitan's step does on a window that
+    supervises nothing: a crash of the target's, never a harness error."""
+
+    def step(self, model, optimizer, microbatches, *, settings=None) -> float:
+        super().step(model, optimizer, microbatches, settings=settings)
+        raise RuntimeError("Loss is not finite")
+
+
+RAISES = RaisingLoop(lambda g, after, before: 1 / max(sum(after), 1))

@@ -130,3 +130,17 @@ def test_torchtitan_raises_on_a_window_that_supervises_nothing():
     """trainer.py:994-998: the logged 0/0 raises, after the optimizer stepped with the rule's zero gradient."""
     with pytest.raises(RankFailed, match="Loss is not finite"):
         verdicts(1, {"window_size": 2, "steps": 1, "rows_per_microbatch": 1, "empty_ranks": [0]}, [TORCHTITAN])
+
+
+@pytest.mark.needs("torchtitan")
+def test_the_suite_says_torchtitan_s_declared_raise_and_searches_on():
+    """The property's check on that window: the raise is one torchtitan's target declares (``known_crashes``), so it
+    is a note, never a failure, and the other cases are still judged."""
+    from parity.table.checks.causal import check_causal_loop
+    from parity.targets import get_target
+    from parity.training.causal.record import CausalCase
+
+    target = get_target(TORCHTITAN)
+    case = CausalCase(window_size=2, steps=1, rows_per_microbatch=1, empty_ranks=(0,))
+    [note] = check_causal_loop(target.load("loop"), case, target)
+    assert note.startswith("crashed as it declares: the target raised on a rank") and "torchtitan/trainer.py:" in note

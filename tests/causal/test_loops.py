@@ -150,6 +150,24 @@ def test_a_model_builder_the_verdict_cannot_import_again_is_refused_before_any_r
         run_loop(_LambdaModel(), CausalCase(steps=1))
 
 
+@pytest.mark.long
+def test_a_loop_that_raises_on_its_rank_is_the_target_s_crash_and_one_it_declares_is_said_and_passed():
+    """What a rank wrote of a loop's raise is read back as the target's crash, with where it raised; declared in the
+    target's ``known_crashes`` (torchtitan's raise on an empty window), it is a note and the search goes on."""
+    from parity.safety.crash import TargetCrashed
+    from parity.table.checks.causal import check_causal_loop
+    from tests.causal.loops import RAISES
+
+    target = Target(name="raises", description="", expect="fail", loop="tests.causal.loops:RAISES")
+    with pytest.raises(TargetCrashed) as crashed:
+        check_causal_loop(RAISES, CausalCase(steps=1), target)
+    assert crashed.value.signature.startswith("RuntimeError at tests/causal/loops.py:"), crashed.value.signature
+    declared = Target(name="raises", description="", expect="pass", loop="tests.causal.loops:RAISES",
+                      known_crashes=("RuntimeError at tests/causal/loops.py",))
+    [note] = check_causal_loop(RAISES, CausalCase(steps=1), declared)
+    assert note.startswith("crashed as it declares: the target raised on a rank") and "Loss is not finite" in note
+
+
 def test_a_loop_target_that_is_no_loop_is_a_usage_error():
     target = Target(name="no-loop", description="", expect="pass", loop="oracle.causal_lm:Row")
     with pytest.raises(TargetContractError, match="a loop target has prepare and step .* without prepare and step"):

@@ -69,3 +69,19 @@ def test_a_dataloader_worker_s_crash_is_located_in_the_worker_not_in_torch():
     line = _RaisesInAWorker.__getitem__.__code__.co_firstlineno + 1
     assert describe_raised(caught.value) == (
         f"ValueError: no sample 0 at tests/safety/test_crash.py:{line} (in __getitem__), in DataLoader worker 0")
+
+
+def test_a_crash_on_a_rank_is_read_back_from_the_rank_s_words_and_judged_as_the_target_s():
+    """A loop that raises on a rank ends its launch; the launcher has only what the rank wrote. Read back, it is the
+    target's crash with its signature (a target's known_crashes match it); the harness's own raise, a rank killed,
+    or anything else stays a failure of the launch."""
+    from parity.training.launch.processes import RankFailed
+
+    said = ("rank 0 failed: RuntimeError: Loss is not finite (global_avg_loss=nan) at step 1. Stopping training. at "
+            "torchtitan/trainer.py:995 (in train_step)\nTraceback (most recent call last): ...")
+    crash = RankFailed(said).as_crash()
+    assert crash.signature == "RuntimeError at torchtitan/trainer.py:995 (in train_step)"
+    assert is_known(crash.signature, ("RuntimeError at torchtitan/trainer.py",)) and "Loss is not finite" in str(crash)
+    for other in ("rank 0 failed: KeyError: 'w' at parity/training/causal/drivers/loop.py:12 (in run_loop)",
+                  "rank 1 was killed by SIGABRT (signal 6):\nterminate called", "rank 0 failed: the target crashed"):
+        assert RankFailed(other).as_crash() is None, other

@@ -16,6 +16,7 @@ from oracle.causal_lm import TINY_CAUSAL_CONFIG, Row, window_count
 from oracle.gpt_dataset import OracleGPTDataset
 from parity.cases import CausalCase, DatasetCase
 from parity.compare import assert_verdict
+from parity.safety.crash import is_known_crash
 from parity.table.checks.dataset import make, serve, serve_plan, served
 from parity.training.causal.drivers.causal_trainer import run_causal_trainer
 from parity.training.causal.drivers.hf_trainer import run_hf_trainer
@@ -23,6 +24,7 @@ from parity.training.causal.drivers.loop import loop_declines
 from parity.training.causal.drivers.ranks import run_on_ranks
 from parity.training.causal.gpt_rows import UnsupportedSampleConfig, sample_row
 from parity.training.causal.verdict import causal_verdict
+from parity.training.launch.processes import RankFailed
 from parity.training.launch.session import CAUSAL_SESSION, NotOnTwoRanks
 
 #: The drivers a launch of ranks runs (``parity.training.causal.drivers.ranks``).
@@ -48,17 +50,27 @@ def check_causal_trainer(trainer, case: CausalCase, target=None) -> None:
     assert_verdict(causal_verdict(case, records))
 
 
-def check_causal_loop(loop, case: CausalCase, target=None) -> None:
+def check_causal_loop(loop, case: CausalCase, target=None) -> list[str]:
     """A loop of the user's follows the window rule, on the ranks its case names, each a process of a launch (a loop
     prepares its model for a process group: DDP, ``fully_shard``, megatron's parallel state), on the rule the case
-    asks where the loop follows it (its ``supports``; else the case is declined)."""
+    asks where the loop follows it (its ``supports``; else the case is declined). A crash the target declares (its
+    ``known_crashes``) is said as a note and the search goes on; any other is the target's crash."""
     if target is None or target.loop is None or loop_declines(loop, case):
         reject()  # a loop the launch cannot name, or a setting it does not follow
-    if case.world_size == 1:
-        [records] = run_on_ranks(DRIVER, [target.loop], case)
-    else:
-        records = _on_two_ranks(target.loop, case)
+    try:
+        if case.world_size == 1:
+            [records] = run_on_ranks(DRIVER, [target.loop], case)
+        else:
+            records = _on_two_ranks(target.loop, case)
+    except RankFailed as failed:  # a loop's own raise ends its rank: a crash of the target's, known or not
+        crash = failed.as_crash()
+        if crash is None:
+            raise
+        if is_known_crash(crash, target.known_crashes):  # what the target declares it does (torchtitan's raise on a
+            return [f"crashed as it declares: {crash}"]  # window that supervises nothing): said, the search goes on
+        raise crash from None
     assert_verdict(causal_verdict(case, records))
+    return []
 
 
 def _rows(dataset, oracle: OracleGPTDataset, case: DatasetCase, causal: CausalCase):

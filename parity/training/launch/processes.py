@@ -31,7 +31,7 @@ import torch.distributed as dist
 
 from parity.devices import backend as device_backend
 from parity.safety.bounds import TEST_BOUND_ENV, call_bound
-from parity.safety.crash import process_ended, raised_in, short_path
+from parity.safety.crash import TargetCrashedOnRank, process_ended, raised_in, short_path, signature_of
 from parity.training.launch.rank_start import ERRORS_ENV, LAUNCHER_ENV
 
 STORE_ENV = "PARITY_FILESTORE"
@@ -41,7 +41,20 @@ STACK_GRACE_S = 5.0
 
 
 class RankFailed(RuntimeError):
-    """A rank raised, exited or was killed, or the run outlived its bound; the message says which."""
+    """A rank raised, exited or was killed, or the run outlived its bound; the message says which. ``signature``:
+    where a rank raised in the target's code, as a target's ``known_crashes`` match it (None for any other failure)."""
+
+    def __init__(self, message: str):
+        super().__init__(message)
+        first = message.splitlines()[0] if message else ""
+        self.signature = signature_of(first.partition(" failed: ")[2]) if _FAILED.match(first) else None
+
+    def as_crash(self) -> TargetCrashedOnRank | None:
+        """The target's crash this failure is, when a rank raised in the target's code."""
+        return TargetCrashedOnRank(str(self).splitlines()[0], self.signature) if self.signature else None
+
+
+_FAILED = re.compile(r"rank \d+ failed: ")
 
 
 class RankCrashed(RuntimeError):
