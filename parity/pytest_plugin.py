@@ -127,6 +127,17 @@ def is_parity_session(config: pytest.Config) -> bool:
     return selected_target(config) is not None or bool(config.getini("parity_suite"))
 
 
+#: The Hypothesis profiles as they stood before this session loaded its own (parity.safety.profiles).
+_PROFILES_BEFORE = pytest.StashKey()
+
+
+def pytest_unconfigure(config: pytest.Config) -> None:
+    if _PROFILES_BEFORE in config.stash:  # a session run inside another's process leaves that one's profile loaded
+        from parity.safety.profiles import restore_profiles
+
+        restore_profiles(config.stash[_PROFILES_BEFORE])
+
+
 @pytest.hookimpl(tryfirst=True)
 def pytest_configure(config: pytest.Config) -> None:
     config.parity_target = config.parity_remote_code = config.parity_database = None
@@ -135,8 +146,9 @@ def pytest_configure(config: pytest.Config) -> None:
     wait_passively()  # a no-op where the conftests already asked (and too late only if one imported torch)
     for name, description in MARKERS.items():
         config.addinivalue_line("markers", f"{name}: {description}")
-    from parity.safety.profiles import UnknownProfile, check_profile, load_default_profile, register_profiles
+    from parity.safety.profiles import UnknownProfile, check_profile, kept_profiles, load_default_profile, register_profiles
 
+    config.stash[_PROFILES_BEFORE] = kept_profiles()  # put back when this session ends (pytest_unconfigure)
     register_profiles()
     # Before Hypothesis's own plugin, which loads ``--hypothesis-profile`` when one is given (an unknown
     # name would be its INTERNALERROR there): a usage error listing the known profiles instead.

@@ -7,6 +7,7 @@ installed never imports Hypothesis through it.
 from __future__ import annotations
 
 import os
+from dataclasses import dataclass
 
 from hypothesis import HealthCheck, Phase, settings
 
@@ -57,3 +58,32 @@ def load_default_profile() -> None:
     profile = default_profile()
     check_profile("$HYPOTHESIS_PROFILE" if "HYPOTHESIS_PROFILE" in os.environ else "the default profile", profile)
     settings.load_profile(profile)
+
+
+@dataclass(frozen=True)
+class ProfileState:
+    """The loaded profile's name and the harness's profiles as registered: what a pytest session sets globally."""
+
+    current: str
+    registered: dict[str, settings]
+
+
+def kept_profiles() -> ProfileState:
+    """The profiles as they stand, before a session loads its own. A session run inside another one's process
+    (pytester's in-process runs, a test of the harness's own output) would otherwise leave its profile loaded for
+    every later test of that worker: the nightly's property tests would draw the ``dev`` profile's 25 examples,
+    the ``ci`` run's a database and fresh randomness."""
+    registered = {}
+    for name in PROFILES:
+        try:
+            registered[name] = settings.get_profile(name)
+        except Exception:  # noqa: BLE001 - not registered yet: nothing to put back
+            continue
+    return ProfileState(settings.get_current_profile_name(), registered)
+
+
+def restore_profiles(state: ProfileState) -> None:
+    """Put back what :func:`kept_profiles` kept, when the session that changed it ends."""
+    for name, profile in state.registered.items():
+        settings.register_profile(name, profile)
+    settings.load_profile(state.current)

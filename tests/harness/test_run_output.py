@@ -73,3 +73,15 @@ def test_the_clones_run_prints_its_progress_each_skip_reason_once_and_the_closin
     assert re.fullmatch(r"[.s]+ +\[100%\]", lines[0]), output
     assert "short test summary info" in lines[1] and len(lines) == 6, output
     assert re.fullmatch(r"1 passed, 10 skipped.* in [\d.]+s", lines[-1]), output
+
+
+def test_a_session_run_inside_another_leaves_the_hypothesis_profile_as_it_found_it(session):
+    """pytester's in-process run loads its own profile globally; left so, every later test of that worker would
+    draw with it (the nightly's property tests with 25 examples). The plugin puts the profiles back at its end."""
+    from hypothesis import settings
+
+    settings.register_profile("parity-nested-session", settings(max_examples=3))
+    before = settings.get_current_profile_name(), settings.default.max_examples, settings.get_profile("nightly")
+    status, output = session("--parity-target", "impl", "-k", "mock", "--hypothesis-profile", "parity-nested-session")
+    assert status == 0, output[-3000:]
+    assert (settings.get_current_profile_name(), settings.default.max_examples, settings.get_profile("nightly")) == before
