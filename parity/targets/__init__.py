@@ -22,7 +22,7 @@ from collections.abc import Mapping
 from importlib.metadata import entry_points
 
 from parity.safety.crash import ConfigDeclined  # noqa: F401 - a target raises parity.targets.ConfigDeclined
-from parity.safety.releases import install_command
+from parity.safety.releases import install_command, supported
 from parity.targets.catalogue import (
     BUILTIN_TARGETS,
     CAUSAL_TARGETS,
@@ -102,10 +102,12 @@ def all_targets() -> dict[str, Target]:
 
 
 def listed_targets() -> list[Target | str]:
-    """Every target for ``python -m parity targets``: a broken entry point is a line saying why."""
+    """Every target for ``python -m parity targets``: a broken entry point, or an optional built-in whose package is
+    absent, is a line saying why."""
     listed: list[Target | str] = []
     builtins = builtin_targets()
     listed += builtins.values()
+    listed += [f"{target.name:28} absent: {needs(target)}" for target in absent_targets()]
     for entry_point in entry_points(group=ENTRY_POINT_GROUP):
         try:
             listed.append(_load_entry_point(entry_point, builtins))
@@ -129,8 +131,18 @@ def get_target(name: str) -> Target:
     if matching:
         return _load_entry_point(matching[0], builtins)
     known = ", ".join(sorted([*builtins, *(e.name for e in installed)]))
-    hint = ""
-    if any(t.name == name for t in OPTIONAL_TARGETS):
-        hint = f" (it needs megatron-core: {install_command('megatron-core')}, docs/install.md)"
+    absent = next((t for t in absent_targets() if t.name == name), None)
+    hint = f" ({needs(absent)})" if absent is not None else ""
     raise UnknownTargetError(f"unknown target {name!r}{hint}; known targets: {known}")
+
+
+def absent_targets() -> list[Target]:
+    """The optional built-ins whose package is not installed here."""
+    return [t for t in (*OPTIONAL_TARGETS, *TRL_TARGETS) if t.version is None]
+
+
+def needs(target: Target) -> str:
+    """What an absent optional built-in needs, and where its install is said."""
+    how = install_command(target.requires) if supported(target.requires) else "docs/install.md, Optional targets"
+    return f"it needs {target.requires}, which is not installed here: {how}"
 

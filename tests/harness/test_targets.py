@@ -114,3 +114,18 @@ def test_pytest_rejects_an_unknown_target():
     )
     assert result.returncode == 4  # pytest's usage-error status
     assert "unknown target 'nope'; known targets:" in result.stderr
+
+
+def test_an_absent_optional_target_is_listed_and_refused_naming_what_it_needs(monkeypatch):
+    """A built-in whose library is not installed is no target here, but it is never silent: listed as absent and
+    refused by name, with what it needs (a supported range's install where the harness states one)."""
+    from dataclasses import replace
+
+    absent = Target(name="absent:lib", description="", expect="pass", loop="tests.causal.loops:WINDOW",
+                    requires="parity-no-such-library")
+    monkeypatch.setattr(targets, "OPTIONAL_TARGETS", (*targets.OPTIONAL_TARGETS, absent))
+    said = "it needs parity-no-such-library, which is not installed here: docs/install.md, Optional targets"
+    assert any(isinstance(line, str) and line.startswith("absent:lib") and said in line for line in targets.listed_targets())
+    with pytest.raises(UnknownTargetError, match=f"unknown target 'absent:lib' \\({said}\\); known targets: impl"):
+        get_target("absent:lib")
+    assert "pip install 'megatron-core" in targets.needs(replace(absent, requires="megatron-core"))
