@@ -24,6 +24,7 @@ is not honest data with one line each (exit 2), the others still written up.
 from __future__ import annotations
 
 import shlex
+import sys
 import tempfile
 from pathlib import Path
 

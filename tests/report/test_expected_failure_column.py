@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import json
 
-import pytest
 
 import parity.cli.report
 from parity.__main__ import main
