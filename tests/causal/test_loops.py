@@ -109,12 +109,20 @@ class _OneDtype(_TwoRanksToldNothing):
         return 0.0
 
 
+class _Unpacked(_OneDtype):
+    supports = {"packed": (False,)}
+
+
 def test_a_loop_is_judged_only_on_the_settings_it_follows():
     own = CausalCase(world_size=2, average_tokens_across_devices=False)
     assert "take no settings is never told it; the case asks False" in loop_declines(_TwoRanksToldNothing(), own)
     assert loop_declines(_TwoRanksToldNothing(), CausalCase(average_tokens_across_devices=False)) is None  # one rank
     assert loop_declines(_OneDtype(), own) is None  # told: it follows both counts
     assert "dtype in ('float32',) only, as its supports declares" in loop_declines(_OneDtype(), CausalCase(dtype="bfloat16"))
+    assert loop_declines(_OneDtype(), CausalCase(packed=True)) is None  # undeclared: every value
+    assert "packed in (False,) only, as its supports declares; the case asks True" in loop_declines(
+        _Unpacked(), CausalCase(packed=True))  # a loop whose library never packs (litgpt's)
+    assert loop_declines(_Unpacked(), CausalCase()) is None
 
 
 class _NeverSteps:

@@ -38,8 +38,8 @@ class CausalLoop(Protocol):
 
     Optional, for a loop that wants to be told what the case asks: ``prepare`` and ``step`` may each take a
     keyword ``settings`` (a :class:`LoopSettings`), handed only to a method that names it; and ``supports``, a
-    mapping of a setting's name (``average_tokens_across_devices``, ``dtype``) to the values the loop follows: a
-    case asking another is declined, naming why, never judged. A loop told nothing is judged on the count over
+    mapping of a setting's name (``average_tokens_across_devices``, ``dtype``, ``packed``) to the values the loop
+    follows: a case asking another is declined, naming why, never judged. A loop told nothing is judged on the count over
     every rank only (docs/causal-lm.md, The loop interface). And ``model_builder``, for a loop that trains a model
     class of its own (a library's): a function at the top of a module, ``(seed, dtype) -> nn.Module``, the same
     weights from the same seed in every dtype (``oracle.causal_lm.seeded``), its vocabulary at least the rows'
@@ -58,7 +58,8 @@ class CausalLoop(Protocol):
 
 
 #: The settings a loop may declare it follows (``supports``), and every value a case may ask of each.
-SETTINGS = {"average_tokens_across_devices": (True, False), "dtype": ("float32", "bfloat16", "float64")}
+SETTINGS = {"average_tokens_across_devices": (True, False), "dtype": ("float32", "bfloat16", "float64"),
+            "packed": (False, True)}
 
 
 @dataclass(frozen=True)
@@ -75,13 +76,16 @@ class LoopSettings:
     device: str
     rank: int
     world_size: int
+    #: Whether the case serves packed rows (several documents a row, ``position_ids`` restarting per document).
+    packed: bool
     #: Microbatches in one accumulation window (the length of ``step``'s ``microbatches``; a last partial window's
     #: own, fewer, where the case has one; ``prepare`` is told the full window's).
     window_size: int
 
 
 def loop_settings(case: CausalCase, rank: int, world_size: int) -> LoopSettings:
-    return LoopSettings(case.average_tokens_across_devices, case.dtype, case.device, rank, world_size, case.window_size)
+    return LoopSettings(case.average_tokens_across_devices, case.dtype, case.device, rank, world_size, case.packed,
+                        case.window_size)
 
 
 def takes_settings(method) -> bool:
@@ -112,7 +116,7 @@ def loop_declines(loop, case: CausalCase) -> str | None:
     """Why ``loop`` is not judged on ``case`` (None when it is): a setting the case asks that the loop does not
     follow. With one rank each rank's own count is the window's, so the own-count setting declines nothing there."""
     values = supported(loop)
-    asked = {"dtype": case.dtype}
+    asked = {"dtype": case.dtype, "packed": case.packed}
     if case.world_size > 1:
         asked["average_tokens_across_devices"] = case.average_tokens_across_devices
     for name, value in asked.items():

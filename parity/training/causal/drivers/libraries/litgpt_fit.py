@@ -16,7 +16,7 @@ over the launch's process group: it averages the ranks' gradients as FSDP does. 
 does not either): ``fit`` sizes the rotary cache to each rank's own longest row (full.py:230), and DDP's broadcast of
 buffers of unequal sizes would abort the ranks. On CUDA the same ``ddp`` is used
 (litgpt's FSDP with the harness's optimizer over flat parameters was not tried). ``fit`` calls ``model(input_ids)``
-alone (full.py:282): no ``position_ids``, so a packed row's documents attend to each other, as they would in litgpt.
+alone (full.py:282): no ``position_ids``, and litgpt's data never packs, so a packed case is declined.
 
 The logged loss: ``fit``'s ``RunningMean`` of its per-microbatch losses (full.py:267, rank-local), read off the loss
 function's results and averaged over the ranks by the loop, since ``fit`` reduces nothing.
@@ -71,9 +71,11 @@ def _precision(dtype: str) -> str:
 
 class LitgptFitLoop:
     """litgpt's ``fit``, one window per call. It counts no supervised token over the ranks, so it follows the count
-    over every rank only in the sense that it is never told another: ``supports`` says so."""
+    over every rank only in the sense that it is never told another; and litgpt never packs rows (its SFT collate
+    pads each row, ``litgpt/data/base.py:112-131``, and ``fit`` hands the model no positions, full.py:282), so packed rows
+    are no input of its: ``supports`` says both."""
 
-    supports = {"average_tokens_across_devices": (True,)}
+    supports = {"average_tokens_across_devices": (True,), "packed": (False,)}
     model_builder = staticmethod(tiny_gpt)
 
     def prepare(self, model: torch.nn.Module, *, settings) -> torch.nn.Module:
