@@ -73,11 +73,13 @@ def kept_profiles() -> ProfileState:
     (pytester's in-process runs, a test of the harness's own output) would otherwise leave its profile loaded for
     every later test of that worker: the nightly's property tests would draw the ``dev`` profile's 25 examples,
     the ``ci`` run's a database and fresh randomness."""
+    from hypothesis.errors import InvalidArgument
+
     registered = {}
     for name in PROFILES:
         try:
             registered[name] = settings.get_profile(name)
-        except Exception:  # noqa: BLE001 - not registered yet: nothing to put back
+        except InvalidArgument:  # not registered yet: nothing to put back
             continue
     return ProfileState(settings.get_current_profile_name(), registered)
 

@@ -11,6 +11,7 @@ with a rank that supervises nothing, FSDP2's ``fully_shard`` and bfloat16.
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 
 import pytest
 
@@ -145,6 +146,8 @@ def test_a_loop_that_trains_a_model_of_its_own_is_judged_on_a_float64_copy_of_th
     record = run_loop(OWN_MODEL, case)
     assert record.model == "tests.causal.loops:cumulative_lm" and "embed.weight" in record.steps[0].grads
     assert causal_verdict(case, [record]).holds
+    bf16 = replace(case, dtype="bfloat16")  # its own model in bfloat16: the budget is the model's, no false alarm
+    assert causal_verdict(bf16, [run_loop(OWN_MODEL, bf16)]).holds
     wrong = causal_verdict(case, [run_loop(OWN_MODEL_MEANS, case)])
     assert not wrong.holds and wrong.diagnosis.startswith("this run computes each microbatch's own mean"), wrong.diagnosis
 
