@@ -76,22 +76,30 @@ if __name__ == "__main__":
     print(ran_on())
 
 
+#: TRL's ``SFTTrainer`` modes (docs/causal-lm.md, TRL), each a target of its own.
+TRL_MODES = ("completion-only", "padding-free", "packing")
+
 #: What transformers' own ``Trainer`` gets wrong about a causal LM's window, by release (docs/causal-lm.md, Trainers
-#: and their contract per release): the releases each defect spans, the defect, and whether a subclass that leaves
-#: the scaling to the Trainer inherits it whatever it counts (TRL's ``SFTTrainer``, measured with TRL 1.16.0).
+#: and their contract per release): the releases each defect spans, the defect, and which of TRL's ``SFTTrainer``
+#: modes inherit it (measured with TRL 1.16.0 on 5.5.0 and 5.9.0). Every mode leaves the scaling to the Trainer, so
+#: each inherits accelerate's second division; the count before the shift only where TRL's collator serves a row's
+#: first label as the row has it (completion-only, padded): padding-free and packing serve each sequence's first
+#: label -100 (trl/trainer/sft_trainer.py:208), so the count before the shift is the count after it there.
 TRANSFORMERS_TRAINER_DEFECTS = (
     ("<5.5.4", "the window's loss divided again by the accumulation steps in accelerate's backward (5.5.0 to 5.5.3)",
-     True),
+     TRL_MODES),
     ("<5.10", "the window's count taken before the shift, the first label of each row counted (5.5.0 to 5.9.0)",
-     False),
+     ("completion-only",)),
 )
 
 
-def transformers_trainer_defects(version: str | None = None, inherited: bool = False) -> tuple[str, ...]:
+def transformers_trainer_defects(version: str | None = None, trl_mode: str | None = None) -> tuple[str, ...]:
     """The defects of the installed transformers' ``Trainer`` (read from package metadata: nothing imported); with
-    ``inherited``, those its subclasses that leave the scaling to it share."""
+    ``trl_mode``, those TRL's ``SFTTrainer`` inherits in that mode (one of :data:`TRL_MODES`)."""
     from packaging.specifiers import SpecifierSet
 
+    if trl_mode is not None and trl_mode not in TRL_MODES:
+        raise ValueError(f"trl_mode: {trl_mode!r} is none of {', '.join(TRL_MODES)}")
     version = version or installed("transformers")
-    return () if version is None else tuple(defect for spans, defect, shared in TRANSFORMERS_TRAINER_DEFECTS
-                                            if version in SpecifierSet(spans) and (shared or not inherited))
+    return () if version is None else tuple(defect for spans, defect, modes in TRANSFORMERS_TRAINER_DEFECTS
+                                            if version in SpecifierSet(spans) and (trl_mode is None or trl_mode in modes))

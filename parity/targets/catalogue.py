@@ -74,9 +74,9 @@ CAUSAL_TARGETS: tuple[Target, ...] = (
 #: TRL's ``SFTTrainer`` as shipped, in each of its ways of batching (docs/causal-lm.md, TRL).
 TRL_TARGETS: tuple[Target, ...] = tuple(
     Target(name=f"trl-sft:{name}", description=f"TRL's SFTTrainer as shipped, {words}",
-           expect="fail" if transformers_trainer_defects(inherited=True) else "pass",
+           expect="fail" if transformers_trainer_defects(trl_mode=name) else "pass",
            causal_trainer=f"parity.training.causal.drivers.trl_sft:{mode}", requires="trl",
-           upstream_defects=transformers_trainer_defects(inherited=True))
+           upstream_defects=transformers_trainer_defects(trl_mode=name))
     for name, mode, words in (
         ("completion-only", "COMPLETION_ONLY", "completion_only_loss on padded microbatches"),
         ("padding-free", "PADDING_FREE", "padding_free: each microbatch flattened, positions restarting per document"),

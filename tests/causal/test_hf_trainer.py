@@ -66,14 +66,30 @@ FIRST_LABEL_SUPERVISED = [[[[Row((Document((5, 6, 7, 8), (5, 6, 7, 8)),))],
                             [Row((Document((9, 10, 11), (IGNORE_INDEX, 10, 11)),))]]]]
 
 
-def test_transformers_own_trainer_is_judged_by_its_release_s_count():
-    """Where the installed release counts after the shift (5.10 on) the plain Trainer holds; before, it is named."""
-    case = CausalCase(window_size=2, steps=1, rows_per_microbatch=1)
-    verdict = causal_verdict(case, [run_hf_trainer(Trainer, case, rows=FIRST_LABEL_SUPERVISED)])
+#: Packed rows, a later document's first label served -100 (the count before the shift on the labels as served).
+PACKED_CASE = CausalCase(window_size=2, steps=1, rows_per_microbatch=2, max_length=8, packed=True, data_seed=0)
+
+
+#: A last window of one microbatch of three, a row's first label supervised (data seed 5): accelerate divides it by
+#: the configured 3 steps too.
+PARTIAL_CASE = CausalCase(window_size=3, steps=2, rows_per_microbatch=1, last_window=1, data_seed=5)
+
+
+@pytest.mark.parametrize(("case", "rows"), [(CausalCase(window_size=2, steps=1, rows_per_microbatch=1),
+                                             FIRST_LABEL_SUPERVISED), (PACKED_CASE, None), (PARTIAL_CASE, None)],
+                         ids=["unpacked", "packed", "partial-last-window"])
+def test_transformers_own_trainer_is_judged_by_its_release_s_count(case, rows):
+    """Where the installed release counts after the shift (5.10 on) the plain Trainer holds; before, each defect of
+    its release is named, on packed rows too: the count before the shift (5.5 to 5.9), and accelerate's second
+    division of the gradients by the configured steps (5.5.0 to 5.5.3)."""
+    verdict = causal_verdict(case, [run_hf_trainer(Trainer, case, rows=rows)])
     defects = transformers_trainer_defects()
     assert verdict.holds == (not defects), verdict.describe(3)
-    if defects == transformers_trainer_defects("5.9.0"):
-        assert "counted before the shift" in verdict.diagnosis, verdict.diagnosis
+    if defects:
+        assert verdict.diagnosis.startswith("this run computes the window's sum / the labels != -100 counted before "
+                                            "the shift"), verdict.diagnosis
+    again = f"its gradients then divided again by the {case.window_size} accumulation steps in accelerate's backward"
+    assert (again in (verdict.diagnosis or "")) == (defects == transformers_trainer_defects("5.5.0")), verdict.diagnosis
 
 
 def test_the_release_table_names_each_defect_where_it_spans():

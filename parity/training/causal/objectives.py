@@ -53,9 +53,24 @@ class Place:
 
 @dataclass(frozen=True)
 class CausalObjective:
+    """``coefficient``: each row's weight in the loss the run logs and in its gradients; ``backward_divisor``: what
+    the gradients alone are divided by again (accelerate's backward dividing by its accumulation steps a loss the
+    Trainer has already normalised, the logged loss left as it was)."""
+
     name: str
     words: str
     coefficient: Callable[[Place], float]
+    backward_divisor: float = 1.0
+
+
+def divided_again_in_backward(objective: CausalObjective, steps: int) -> CausalObjective:
+    """``objective`` with its gradients (not its logged loss) divided again by the configured accumulation steps, a
+    partial last window's too: transformers 5.5.0 to 5.5.3 hand accelerate their accumulation steps, and its
+    ``backward`` divides by them a loss already divided by the window's count, logged before that division."""
+    words = "the window rule's count" if objective.name.startswith("window") else objective.words
+    return CausalObjective(f"{objective.name}, its backward divided again", f"{words}; its gradients then divided "
+                           f"again by the {steps} accumulation steps in accelerate's backward, the loss it logs not: "
+                           "transformers 5.5.0 to 5.5.3", objective.coefficient, backward_divisor=steps)
 
 
 def published(case: CausalCase) -> CausalObjective:
@@ -67,8 +82,10 @@ def published(case: CausalCase) -> CausalObjective:
 
 
 def alternatives(case: CausalCase, world: int) -> list[CausalObjective]:
-    """The known wrong normalisations (docs/causal-lm.md, Naming the objective)."""
-    right = published(case).coefficient
+    """The known wrong normalisations (docs/causal-lm.md, Naming the objective): each also with its gradients divided
+    again in accelerate's backward (:func:`divided_again_in_backward`), where a window has several microbatches."""
+    right_objective = published(case)
+    right = right_objective.coefficient
     known = [
         CausalObjective("per-microbatch means, averaged", "each microbatch's own mean (its CE sum / its own supervised "
                         "count), averaged over the window's microbatches: transformers before 4.46; per-microbatch means "
@@ -96,6 +113,8 @@ def alternatives(case: CausalCase, world: int) -> list[CausalObjective]:
             "each rank's sum / its own count, the ranks averaged, where the count over every rank was asked"
             if case.average_tokens_across_devices else "every rank's sum / the count over every rank, the ranks' "
             "gradients then averaged", lambda p: 1 / (p.world * max(p.rank if case.average_tokens_across_devices else p.all, 1))))
+    if case.window_size > 1:  # with one microbatch a window, dividing again by the steps changes nothing
+        known += [divided_again_in_backward(objective, case.window_size) for objective in (right_objective, *known)]
     return known
 
 
@@ -136,7 +155,8 @@ class _Step:
         weights = ([objective.coefficient(place) for place in self.places] if isinstance(objective, CausalObjective)
                    else list(objective))
         loss = sum(w * s for w, s in zip(weights, self.sums, strict=True))
-        return loss, {n: sum(w * g[n] for w, g in zip(weights, self.grads, strict=True)) for n in self.grads[0]}
+        divisor = objective.backward_divisor if isinstance(objective, CausalObjective) else 1.0
+        return loss, {n: sum(w * g[n] for w, g in zip(weights, self.grads, strict=True)) / divisor for n in self.grads[0]}
 
 
 def _replayed(case: CausalCase, records: Sequence[CausalRecord], joined: bool = False, until: int | None = None) -> list[_Step]:
@@ -254,8 +274,10 @@ def name_causal_objective(case: CausalCase, records: Sequence[CausalRecord], com
         return (f"{before}this run computes {named[0].words}{also}: it matches the logged losses and gradients of every "
                 f"step within {SIGNIFICANT:g} x their budgets, where the window rule misses them by {missed:.1e} x; the "
                 f"window rule is {right.words} (docs/causal-lm.md, Naming the objective)")
-    none = (f"{before}matches none of the known normalisations ({', '.join(o.name for o in known)}); the window rule "
-            f"misses the run by {missed:.1e} x its budget")
+    bases = [o.name for o in known if o.backward_divisor == 1]
+    again = ", each also with its backward divided again" if len(bases) < len(known) else ""
+    none = (f"{before}matches none of the known normalisations ({', '.join(bases)}{again}); the window rule misses the "
+            f"run by {missed:.1e} x its budget")
     if any(len(row.documents) > 1 for ranks in step_windows(records)[:usable] for microbatches in ranks
            for microbatch in microbatches for row in microbatch):
         joined = _replayed(case, records, joined=True, until=usable)
