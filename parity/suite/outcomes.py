@@ -94,13 +94,17 @@ class PropertyTable:
             if name == KEY:
                 self.rows[report.nodeid] = row
 
-    def pytest_terminal_summary(self, terminalreporter, config: pytest.Config) -> None:
+    @pytest.hookimpl(wrapper=True, tryfirst=True)
+    def pytest_terminal_summary(self, terminalreporter, config: pytest.Config):
+        """Around pytest's own summary, the table after it (its failures, then its short summary), so the run
+        ends with the table, above the closing line."""
+        result = yield
         target = getattr(config, "parity_target", None)
-        if target is None or not self.rows:
-            return
-        terminalreporter.section(f"parity target {target.name}: its properties", sep="-")
-        for line in table(self.rows.values()):
-            terminalreporter.write_line(line)
+        if target is not None and self.rows:
+            terminalreporter.section(f"parity target {target.name}: its properties", sep="-")
+            for line in table(self.rows.values()):
+                terminalreporter.write_line(line)
+        return result
 
 
 def table(rows) -> list[str]:

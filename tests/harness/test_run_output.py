@@ -22,8 +22,12 @@ SKIPPED_AND_HELD = "pipeline or mock or files_match or dataset__indices_match_re
 
 
 def table_rows(output: str) -> dict[str, list[str]]:
-    """property -> its cells (device, outcome, the rest), from the table that ends the run."""
+    """property -> its cells (device, outcome, the rest), from the table that ends the run: after pytest's own
+    summary, its last line right above the closing line."""
     section = output.split("its properties", 1)[1]
+    lines = [line for line in section.splitlines() if line.strip()]
+    assert "short test summary info" not in section and re.fullmatch(r"\d+ property tests: .*", lines[-2]), output
+    assert re.fullmatch(r"=* ?\d+ (passed|failed).* in [\d.]+s.*", lines[-1]), output
     return {cells[0]: cells[1:] for line in section.splitlines()
             if len(cells := re.split(r"\s{2,}", line.strip())) == 4 and "/" in cells[0]}
 
