@@ -37,7 +37,8 @@ def result() -> dict:
 def test_the_result_has_the_documented_keys(result):
     assert set(result) == {"settings", "hunts", "dataset", "rates", "seconds"}
     assert result["settings"] == {
-        "seeds": 1, "hunt_examples": 50, "rate_examples": 1, "rate_seconds": 5.0, "dtype": None, "device": "cpu"
+        "seeds": 1, "hunt_examples": 50, "rate_examples": 1, "rate_seconds": 5.0, "dtype": None, "device": "cpu",
+        "targets": None,
     }
     assert result["dataset"]["serve"]["oracle_over_impl"] > 1, "the cached dataset must serve faster than the oracle"
     impl = builtin_targets()["impl"]
@@ -62,6 +63,16 @@ def test_the_table_names_every_target_and_property(result):
     for name in [*KNOWN_BUGS, *result["rates"]]:
         assert name in text
     assert SIZE_NOTE in text and "Finding the known bugs (on cpu):" in text
+
+
+def test_under_target_only_its_hunt_is_printed_and_nothing_untimed_is_tabled():
+    """``bench --target T``: the named bug's hunt, and the dataset and rate sections each one line saying why not."""
+    result = run_bench(seeds=1, hunt_examples=5, shrink=False, only=["known-bug:cache-alias"])
+    assert {hunt["target"] for hunt in result["hunts"]} == {"known-bug:cache-alias"}
+    assert result["settings"]["targets"] == ["known-bug:cache-alias"] and result["rates"] == {}
+    text = format_bench(result)
+    assert "Default-suite properties on impl: not timed under --target" in text
+    assert "examples/s" not in text and "Dataset benchmark: not run under --dtype" in text, text
 
 
 def test_with_a_dtype_only_the_properties_that_draw_it_run_every_case_in_it():
