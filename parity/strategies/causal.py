@@ -24,10 +24,12 @@ TWO_RANK_CORNERS = (
 
 #: The corners a causal-LM property runs before any drawn case: four microbatches of packed rows first (where a
 #: per-microbatch normalisation shows: a known bug is caught on the first run), the last window three (the end of an
-#: epoch: the window rule divides it by its own count, a loop by its own length); one microbatch; a window that
-#: supervises nothing; bfloat16 with a microbatch of three rows; then the two-rank corners.
+#: epoch: the window rule divides it by its own count, a loop by its own length); the same unpacked, so a loop that
+#: never packs (litgpt's, ``supports``) is named in float32 too, before bfloat16's coarser budget; one microbatch; a
+#: window that supervises nothing; bfloat16 with a microbatch of three rows; then the two-rank corners.
 CAUSAL_CORNERS = (
     CausalCase(window_size=4, rows_per_microbatch=2, packed=True, last_window=3),
+    CausalCase(window_size=4, rows_per_microbatch=2, last_window=3),
     CausalCase(window_size=1, steps=1, rows_per_microbatch=1),
     CausalCase(window_size=2, steps=1, rows_per_microbatch=1, empty_ranks=(0,)),
     CausalCase(window_size=3, steps=1, rows_per_microbatch=3, dtype="bfloat16", data_seed=2),
