@@ -9,11 +9,10 @@ import re
 
 import pytest
 
-from oracle.causal_lm import IGNORE_INDEX
 from parity.safety.releases import installed, transformers_trainer_defects
 from parity.targets import builtin_targets
 from parity.training.causal.drivers.trl_sft import COMPLETION_ONLY, PACKING, PADDING_FREE, run_sft
-from parity.training.causal.objective_terms import served_labels
+from parity.training.causal.objective_terms import counted_before
 from parity.training.causal.record import CausalCase, CausalRecord, step_windows
 from parity.training.causal.verdict import causal_verdict
 from tests.causal.conftest import TRL_MEASURED, TWO_RANK_CASE, trl_modes
@@ -38,8 +37,7 @@ def shown(defects: tuple[str, ...], case: CausalCase, records: list[CausalRecord
     rows = [[row for ranks in window for microbatches in ranks for row in microbatches] for window in step_windows(records)]
     if case.window_size == 1:
         keys.discard("accelerate's backward")
-    if all(sum(label != IGNORE_INDEX for row in window for label in served_labels(row)) ==
-           sum(row.supervised for row in window) for window in rows):
+    if all(sum(map(counted_before, window)) == sum(row.supervised for row in window) for window in rows):
         keys.discard("before the shift")
     return keys
 

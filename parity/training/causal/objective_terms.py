@@ -31,6 +31,12 @@ def served_labels(row: Row) -> list[int]:
     return labels
 
 
+def counted_before(row: Row) -> int:
+    """The row's labels != -100 as a collator serves them (a later document's first label is -100 there): what a
+    count taken before the shift counts."""
+    return sum(label != IGNORE_INDEX for label in served_labels(row))
+
+
 def joined_sum(model: nn.Module, row: Row) -> torch.Tensor:
     """The row's summed next-token cross-entropy with its documents joined: one sequence, positions 0 to the end, every
     token attending to every earlier one across the documents (a forward handed no ``position_ids``, or an

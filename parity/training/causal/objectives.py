@@ -21,15 +21,15 @@ from dataclasses import dataclass, field
 
 import torch
 
-from oracle.causal_lm import IGNORE_INDEX, Row, document_sum, window_loss
+from oracle.causal_lm import Row, document_sum, window_loss
 from parity.budget import Comparison
 from parity.training.causal.objective_terms import (
+    counted_before,
     departing_words,
     divided_by_nothing,
     finite_step,
     fit_weights,
     joined_sum,
-    served_labels,
 )
 from parity.training.causal.record import CausalCase, CausalRecord, starting_model, step_windows
 from parity.training.step_compare import SIGNIFICANT, step_budgets
@@ -118,22 +118,17 @@ def alternatives(case: CausalCase, world: int) -> list[CausalObjective]:
     return known
 
 
-def _before(row: Row) -> int:
-    """The row's labels != -100 as a collator serves them (a later document's first label is -100 there)."""
-    return sum(label != IGNORE_INDEX for label in served_labels(row))
-
-
 def _places(ranks: Sequence[Sequence[Sequence[Row]]]) -> list[Place]:
     """Every row of one step's window, rank by rank, microbatch by microbatch."""
     every = sum(row.supervised for microbatches in ranks for m in microbatches for row in m)
-    every_before = sum(_before(row) for microbatches in ranks for m in microbatches for row in m)
+    every_before = sum(counted_before(row) for microbatches in ranks for m in microbatches for row in m)
     places = []
     for microbatches in ranks:
         rank = sum(row.supervised for m in microbatches for row in m)
         for microbatch in microbatches:
             count = sum(row.supervised for row in microbatch)
-            count_before = sum(_before(row) for row in microbatch)
-            places += [Place(row.supervised, _before(row), len(microbatch), count, count_before, len(microbatches), rank,
+            count_before = sum(counted_before(row) for row in microbatch)
+            places += [Place(row.supervised, counted_before(row), len(microbatch), count, count_before, len(microbatches), rank,
                              every, every_before, len(ranks)) for row in microbatch]
     return places
 
@@ -308,7 +303,7 @@ def _by_terms(case: CausalCase, steps: Sequence[_Step], logged, budgets, records
                     i += len(microbatch)
                     on = f"{f'rank {r} ' if ranked else ''}microbatch {g}"
                     after = sum(row.supervised for row in microbatch)
-                    counted = sum(_before(row) for row in microbatch)
+                    counted = sum(counted_before(row) for row in microbatch)
                     if grain == "microbatch":
                         groups.append(rows)
                         where.append(f"step {k} {on} ({after} supervised after the shift, {counted} before)")
