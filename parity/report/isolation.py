@@ -12,6 +12,7 @@ started (``parity.safety.bounds`` reports each call as it starts, into memory or
 
 from __future__ import annotations
 
+import contextlib
 import faulthandler
 import multiprocessing
 import os
@@ -29,9 +30,9 @@ from parity.safety import bounds, third_party
 from parity.safety.crash import process_ended
 from parity.safety.parent_death import die_with_parent
 
-#: A spawned child's own start (a fresh interpreter importing torch, transformers and the target's module),
-#: bounded apart from its scenario: on a loaded machine the start alone has taken over 8 s, and charging it to
-#: the scenario bound called a slow start the target's hang.
+#: A spawned child's own start (a fresh interpreter importing torch and the target's modules), bounded apart
+#: from its scenario: on a loaded CI machine start and imports took over 5 s, and charging them to the scenario
+#: bound called a slow start the target's hang.
 SPAWN_START_S = 120.0
 _STARTED = b"started"
 
@@ -45,15 +46,16 @@ class ChildEnded(Exception):
     """The child ended before it sent its result; the message says how and in which call."""
 
 
-def run_in_child(work: Callable[[], object], start: str = "fork") -> object:
-    """``work()`` in a child (``start``: ``fork``, or ``spawn``, where ``work`` must pickle), its result
+def run_in_child(work: Callable[[], object], start: str = "fork", prepare: Callable[[], object] | None = None) -> object:
+    """``work()`` in a child (``start``: ``fork``, or ``spawn``, where ``work`` and ``prepare`` must pickle and
+    ``prepare()``, the target's imports, is part of the child's start, before its bound begins), its result
     returned here; an exception it raised is raised here (re-created from its type name and message when it
     cannot be pickled); :class:`ChildEnded` when the child's process ended without a result, or outlived the
     per-test bound (``parity.safety.bounds.test_bound``)."""
     for stream in (sys.stdout, sys.stderr):
         stream.flush()  # or a forked child's copy of a buffer would be written twice
     if start == "spawn":
-        return _spawned(work)
+        return _spawned(work, prepare)
     slot = bounds.CallSlot()  # anonymous and shared: what the child writes, the parent reads
     read_end, write_end = os.pipe()
     parent = os.getpid()
@@ -77,7 +79,7 @@ def _write_all(fd: int, data: bytes) -> None:
         pipe.write(data)
 
 
-def _spawned(work: Callable[[], object]) -> object:
+def _spawned(work: Callable[[], object], prepare: Callable[[], object] | None) -> object:
     """:func:`run_in_child` in a fresh interpreter (``multiprocessing``'s spawn), the call slot a file."""
     with tempfile.TemporaryDirectory(prefix="parity-child-") as folder:
         path = os.path.join(folder, "call")
@@ -85,7 +87,7 @@ def _spawned(work: Callable[[], object]) -> object:
         context = multiprocessing.get_context("spawn")
         receiving, sending = context.Pipe(duplex=False)
         child = context.Process(
-            target=_spawned_child, args=(work, os.getpid(), path, sending), daemon=True)
+            target=_spawned_child, args=(work, os.getpid(), path, sending, prepare), daemon=True)
         child.start()
         sending.close()
         started, start_timed_out = _received_within(receiving, SPAWN_START_S if bounds.test_bound() else None)
@@ -94,7 +96,7 @@ def _spawned(work: Callable[[], object]) -> object:
             child.join()
             if start_timed_out:
                 raise ChildEnded(f"the target's spawned child did not start within {SPAWN_START_S:.0f} s "
-                                 "(a fresh interpreter importing torch and the target's module)")
+                                 "(a fresh interpreter importing torch and the target's modules)")
             raise ChildEnded(f"the target's spawned child ended as it started: {process_ended(child.exitcode)}")
         data, timed_out = _received_within(receiving, bounds.test_bound())
         if timed_out:
@@ -103,8 +105,13 @@ def _spawned(work: Callable[[], object]) -> object:
         return _outcome(data, timed_out, child.exitcode, slot)
 
 
-def _spawned_child(work: Callable[[], object], parent: int, slot_path: str, sending) -> None:
-    """Says it has started (its imports done, ``work`` unpickled), so the scenario bound begins only now."""
+def _spawned_child(work: Callable[[], object], parent: int, slot_path: str, sending,
+                   prepare: Callable[[], object] | None) -> None:
+    """Says it has started (``work`` unpickled, ``prepare()`` done), so the scenario bound begins only now."""
+    die_with_parent(parent)
+    if prepare is not None:
+        with contextlib.suppress(Exception):  # the work meets the error again, as the target's, as when forked
+            prepare()
     sending.send_bytes(_STARTED)
     _child(work, parent, bounds.CallSlot(slot_path), sending.send_bytes)
 

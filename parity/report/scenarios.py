@@ -291,7 +291,7 @@ def _run_yours(scenario: Scenario, target: Target, options: Options, progress: C
         work = functools.partial(_deterministic_then, options.device,
                                  functools.partial(_run_scenario, scenario, [target], options, _silent, name=target.name))
     try:
-        return run_in_child(work, start)
+        return run_in_child(work, start, target.import_modules)
     except (ChildEnded, CallTimedOut) as ended:
         said = ended.headline if isinstance(ended, CallTimedOut) else str(ended)
         result = ScenarioResult(scenario.name, CHILD_ENDED if isinstance(ended, ChildEnded) else TIMED_OUT, "-")

@@ -8,7 +8,7 @@ from __future__ import annotations
 import importlib
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Literal, Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Any, Literal, Protocol, get_args, runtime_checkable
 
 if TYPE_CHECKING:  # the Protocols' annotations only: naming a target imports no model (an xdist controller)
     import numpy as np
@@ -137,6 +137,18 @@ class Target:
         if path is None:
             raise LookupError(f"target {self.name!r} provides no {interface} interface")
         return load_attribute(path)
+
+    @property
+    def modules(self) -> tuple[str, ...]:
+        """The modules this target's interfaces live in, each once, none imported."""
+        paths = (getattr(self, interface) for interface in get_args(Interface))
+        return tuple(dict.fromkeys(path.partition(":")[0] for path in paths if path is not None))
+
+    def import_modules(self) -> None:
+        """Imports :attr:`modules` now, as a spawned child's start (parity/report/isolation.py), so their import
+        time is not charged to the scenario's bound."""
+        for module in self.modules:
+            importlib.import_module(module)
 
     @property
     def is_known_bug(self) -> bool:
