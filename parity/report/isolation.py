@@ -65,7 +65,8 @@ def run_in_child(work: Callable[[], object], start: str = "fork", prepare: Calla
         # An OpenMP team the parent started is not there after a fork, and joining it hangs (GNU libgomp): one
         # thread, as torch's DataLoader workers do.
         torch.set_num_threads(1)
-        _child(work, parent, slot, lambda data: _write_all(write_end, data))
+        _enter_child(parent)
+        _child(work, slot, lambda data: _write_all(write_end, data))
     os.close(write_end)
     data, timed_out = _read_within(read_end, bounds.test_bound())
     if timed_out:  # a hang no bounded call caught (outside any target call): the child goes, the report stays
@@ -108,12 +109,12 @@ def _spawned(work: Callable[[], object], prepare: Callable[[], object] | None) -
 def _spawned_child(work: Callable[[], object], parent: int, slot_path: str, sending,
                    prepare: Callable[[], object] | None) -> None:
     """Says it has started (``work`` unpickled, ``prepare()`` done), so the scenario bound begins only now."""
-    die_with_parent(parent)
+    _enter_child(parent)  # before ``prepare``: an import's warnings are counted, a dead parent ends it
     if prepare is not None:
         with contextlib.suppress(Exception):  # the work meets the error again, as the target's, as when forked
             prepare()
     sending.send_bytes(_STARTED)
-    _child(work, parent, bounds.CallSlot(slot_path), sending.send_bytes)
+    _child(work, bounds.CallSlot(slot_path), sending.send_bytes)
 
 
 def _received_within(receiving, seconds: float | None) -> tuple[bytes, bool]:
@@ -126,13 +127,17 @@ def _received_within(receiving, seconds: float | None) -> tuple[bytes, bool]:
         return b"", False
 
 
-def _child(work: Callable[[], object], parent: int, slot: bounds.CallSlot, send: Callable[[bytes], object]) -> None:
-    """The child's whole life: ``work()``, its outcome pickled and sent, then ``os._exit``."""
+def _enter_child(parent: int) -> None:
+    """A child's first steps, forked or spawned, before any target code runs in it."""
     die_with_parent(parent)  # an interrupted report leaves no child behind (docs/faults.md, Interrupts)
     for interrupt in (signal.SIGINT, signal.SIGTERM):  # the parent's handlers say "interrupted", once
         signal.signal(interrupt, signal.SIG_DFL)
     faulthandler.disable()  # a segfault's dump would interleave with the report; the crash column names the call
     third_party.restart_in_child()  # its warnings counted here, sent back, counted once in the parent
+
+
+def _child(work: Callable[[], object], slot: bounds.CallSlot, send: Callable[[bytes], object]) -> None:
+    """The rest of the child's life: ``work()``, its outcome pickled and sent, then ``os._exit``."""
     status = 0
     try:
         bounds.on_call = slot.remember
